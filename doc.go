@@ -1,0 +1,36 @@
+// Package redlock is a distributed lock over N independent Redis masters
+// (the RedLock algorithm), for critical sections that must not run twice.
+//
+// A Client sends every operation to all nodes at once, each call bounded by a
+// per-node timeout, and decides as soon as a majority (N/2+1) has answered
+// either way. A lock is held when a majority set its key; it is valid for
+//
+//	validity = TTL - elapsed - drift,   drift = TTL*driftFactor + 2ms
+//
+// where elapsed is the time the acquisition took on a monotonic clock. A
+// failed attempt is rolled back on every node, including those that did not
+// answer. Locks can be extended, and Do keeps one extended while a function
+// runs.
+//
+// # What is guaranteed
+//
+// While the holder's validity lasts, no other client acquires the same lock,
+// provided that: the nodes are independent masters that keep their data (or
+// stay down for a TTL after losing it); their clocks advance at about the
+// same rate as the client's, within the drift factor; and the holder's
+// process is not paused past its validity. Redis expires keys by its wall
+// clock, so a node whose clock jumps forward can end a lock early.
+//
+// Mutual exclusion by leases alone cannot survive a holder that is paused
+// (GC, swap, SIGSTOP) past its validity and then writes. Protect the data
+// itself: see the fencing tokens.
+//
+// Errors are *QuorumError values carrying the per-node outcomes; test them
+// with errors.Is against ErrLocked, ErrUnavailable, ErrExpired and the other
+// sentinels, and against context.Canceled or context.DeadlineExceeded.
+//
+// go-redis ignores context deadlines unless a client is built with
+// ContextTimeoutEnabled. The lock client enforces its node timeout itself
+// either way, but without that option calls to a paused node linger in the
+// background until the go-redis ReadTimeout; enable it to free them sooner.
+package redlock

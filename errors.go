@@ -1,0 +1,128 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Errors that describe why an operation on the quorum failed. A failed
+// operation returns a *QuorumError whose Kind is one of these, so callers can
+// test with errors.Is and still reach the per-node outcomes with errors.As.
+var (
+	// ErrLocked: a majority answered, but too few of them granted the lock,
+	// because another owner holds it. Retrying later may succeed.
+	ErrLocked = errors.New("redlock: held by another owner")
+
+	// ErrUnavailable: too few nodes answered in time to decide. Retrying
+	// later may succeed once the nodes are reachable again.
+	ErrUnavailable = errors.New("redlock: too few nodes answered")
+
+	// ErrNoValidity: a majority granted the lock, but the attempt took so long
+	// that no validity was left once elapsed time and clock drift were
+	// subtracted from the TTL. The lock was released everywhere.
+	ErrNoValidity = errors.New("redlock: acquired too late, no validity left")
+
+	// ErrExpired: the lock was no longer held by this owner on a majority of
+	// the nodes when Extend or Unlock ran, or its validity had already passed.
+	// The critical section may have overlapped with another holder.
+	ErrExpired = errors.New("redlock: lock expired before the operation")
+
+	// ErrReleased: Extend was called on a lock that was already unlocked.
+	ErrReleased = errors.New("redlock: lock already released")
+
+	// ErrWrongType: a node holds a key of another type under the lock's key
+	// name. That is a configuration error (a key-name clash), not contention.
+	ErrWrongType = errors.New("redlock: lock key holds a non-string value")
+
+	// ErrLockLost is the cause of the context that Do passes to its function
+	// when the lock could not be kept: read it with context.Cause.
+	ErrLockLost = errors.New("redlock: lock lost")
+
+	// ErrNodeTimeout is the Err of a NodeResult whose node did not answer
+	// within the node timeout.
+	ErrNodeTimeout = errors.New("redlock: node did not answer within the node timeout")
+
+	// ErrEmptyName: the lock name is empty.
+	ErrEmptyName = errors.New("redlock: empty lock name")
+
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("redlock: client closed")
+)
+
+// Errors returned by New for invalid configuration, each wrapped with the
+// offending value.
+var (
+	ErrNoNodes          = errors.New("redlock: no nodes")
+	ErrNilNode          = errors.New("redlock: nil node")
+	ErrDuplicateNode    = errors.New("redlock: the same node client given twice")
+	ErrTTLTooShort      = errors.New("redlock: TTL too short")
+	ErrBadDriftFactor   = errors.New("redlock: drift factor must be in [0, 1)")
+	ErrBadNodeTimeout   = errors.New("redlock: node timeout must be positive")
+	ErrNoValidityBudget = errors.New("redlock: drift and node timeout leave no validity within the TTL")
+	ErrBadRetryDelay    = errors.New("redlock: retry delays must satisfy 0 <= min <= max")
+)
+
+// QuorumError reports a failed operation on the quorum: what failed (Kind,
+// one of the errors above), the caller's context error if that ended the
+// operation (Cause), and what each node answered.
+//
+// errors.Is matches both Kind and Cause, so
+//
+//	errors.Is(err, redlock.ErrLocked)
+//	errors.Is(err, context.Canceled)
+//
+// both work on the same error.
+type QuorumError struct {
+	Op    string // "lock", "extend" or "unlock"
+	Name  string // the lock name
+	Kind  error
+	Cause error        // context error that cut the operation short, or nil
+	Nodes []NodeResult // one per node, in the order given to New
+}
+
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "redlock: %s %q", e.Op, e.Name)
+	if e.Kind != nil {
+		b.WriteString(": ")
+		b.WriteString(strings.TrimPrefix(e.Kind.Error(), "redlock: "))
+	}
+	if e.Cause != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Cause.Error())
+	}
+	if len(e.Nodes) > 0 {
+		b.WriteString(" [")
+		b.WriteString(summarize(e.Nodes))
+		b.WriteString("]")
+	}
+	return b.String()
+}
+
+// Unwrap exposes Kind and Cause to errors.Is and errors.As.
+func (e *QuorumError) Unwrap() []error {
+	errs := make([]error, 0, 2)
+	if e.Kind != nil {
+		errs = append(errs, e.Kind)
+	}
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	return errs
+}
+
+// summarize renders outcome counts such as "2 ok, 3 refused of 5".
+func summarize(nodes []NodeResult) string {
+	var counts [numOutcomes]int
+	for _, n := range nodes {
+		counts[n.Outcome]++
+	}
+	parts := make([]string, 0, numOutcomes)
+	for o := Outcome(0); o < numOutcomes; o++ {
+		if counts[o] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
+		}
+	}
+	return fmt.Sprintf("%s of %d", strings.Join(parts, ", "), len(nodes))
+}

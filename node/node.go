@@ -1,0 +1,94 @@
+// Package node starts real Redis servers for tests, demos and the chaos
+// harness, and injects faults into them.
+//
+// A Node is one server. The process backend (StartProcess) runs
+// redis-server on a free loopback port in its own temporary directory. Every
+// backend offers the same fault controls, so a scenario written against Node
+// runs on any of them.
+//
+// The lock client never imports this package: it is a test fixture.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Node is one Redis server under a test's control. Methods are safe for
+// concurrent use.
+type Node interface {
+	// Name identifies the node in logs and reports.
+	Name() string
+	// Addr is the host:port a client on this machine dials.
+	Addr() string
+	// NewClient returns a new go-redis client for the node; the caller closes it.
+	NewClient() *redis.Client
+
+	// Kill stops the server at once (SIGKILL): no shutdown, no final fsync.
+	Kill(ctx context.Context) error
+	// Start starts a killed node again on the same address, with whatever
+	// data it had persisted.
+	Start(ctx context.Context) error
+	// WipeData deletes the node's persisted data. The node must be stopped,
+	// so that the next Start comes back empty (amnesia).
+	WipeData() error
+	// Pause freezes the server (SIGSTOP). The kernel still accepts
+	// connections and buffers commands, which run when it resumes.
+	Pause(ctx context.Context) error
+	// Resume continues a paused server (SIGCONT).
+	Resume(ctx context.Context) error
+
+	// Close stops the node for good and deletes its data.
+	Close() error
+}
+
+// Persistence is how a node keeps its data across a restart.
+type Persistence int
+
+const (
+	// PersistNone keeps nothing: a restarted node comes back empty.
+	PersistNone Persistence = iota
+	// PersistAOFEverySec fsyncs the append-only file once a second; a kill
+	// can lose the last second of writes.
+	PersistAOFEverySec
+	// PersistAOFAlways fsyncs before every reply.
+	PersistAOFAlways
+)
+
+func (p Persistence) String() string {
+	switch p {
+	case PersistNone:
+		return "none"
+	case PersistAOFEverySec:
+		return "aof-everysec"
+	case PersistAOFAlways:
+		return "aof-always"
+	}
+	return fmt.Sprintf("Persistence(%d)", int(p))
+}
+
+func (p Persistence) args() []string {
+	switch p {
+	case PersistAOFEverySec:
+		return []string{"--appendonly", "yes", "--appendfsync", "everysec"}
+	case PersistAOFAlways:
+		return []string{"--appendonly", "yes", "--appendfsync", "always"}
+	default:
+		return []string{"--appendonly", "no"}
+	}
+}
+
+// Errors.
+var (
+	// ErrRedisServerMissing: no redis-server binary was found.
+	ErrRedisServerMissing = errors.New("node: redis-server not found in PATH; install it with " +
+		"`sudo apt-get install -y redis-server` (Debian/Ubuntu) or run `make deps`")
+	// ErrState: the fault does not apply in the node's current state (for
+	// example Resume on a node that is not paused).
+	ErrState = errors.New("node: wrong state for this operation")
+	// ErrClosed: the node was closed.
+	ErrClosed = errors.New("node: closed")
+)

@@ -1,0 +1,279 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config describes a node to start.
+type Config struct {
+	// Name labels the node; StartProcesses numbers them "n0", "n1", ...
+	Name string
+	// Persistence chooses what survives a restart.
+	Persistence Persistence
+	// Binary is the redis-server to run; empty means the one on PATH.
+	Binary string
+	// BaseDir holds the node's temporary directory; empty means os.TempDir().
+	BaseDir string
+	// Args are extra redis-server arguments, such as "--maxmemory-policy", "noeviction".
+	Args []string
+	// Env is added to the server's environment (LD_PRELOAD for clock faults).
+	Env []string
+	// StartTimeout bounds the wait for the server to answer PING (default 10s).
+	StartTimeout time.Duration
+}
+
+type procState int
+
+const (
+	stopped procState = iota
+	running
+	paused
+	closed
+)
+
+// Process is a redis-server child process on a loopback port.
+type Process struct {
+	cfg    Config
+	binary string
+	dir    string
+	port   int
+
+	mu     sync.Mutex
+	state  procState
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been reaped
+}
+
+var _ Node = (*Process)(nil)
+
+// StartProcess starts a redis-server process and waits until it answers.
+// It fails with ErrRedisServerMissing when there is no binary to run.
+func StartProcess(ctx context.Context, cfg Config) (*Process, error) {
+	binary := cfg.Binary
+	if binary == "" {
+		binary = "redis-server"
+	}
+	path, err := exec.LookPath(binary)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%v)", ErrRedisServerMissing, err)
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 10 * time.Second
+	}
+	if cfg.Name == "" {
+		cfg.Name = "redis"
+	}
+	dir, err := os.MkdirTemp(cfg.BaseDir, "redlock-node-"+cfg.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
+	}
+	p := &Process{cfg: cfg, binary: path, dir: dir}
+	// A free port can be taken by someone else between our probe and the
+	// server's bind; a few tries make that race harmless.
+	for try := 0; ; try++ {
+		p.port, err = freePort()
+		if err == nil {
+			err = p.Start(ctx)
+		}
+		if err == nil || try == 4 || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return p, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (p *Process) Name() string { return p.cfg.Name }
+func (p *Process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
+
+// Dir is the node's data directory.
+func (p *Process) Dir() string { return p.dir }
+
+// NewClient returns a client for the node with retries off, so a test sees
+// each fault as it happens.
+func (p *Process) NewClient() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+}
+
+// Start runs the server (again), keeping whatever data it persisted.
+func (p *Process) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch p.state {
+	case closed:
+		return ErrClosed
+	case running, paused:
+		return fmt.Errorf("%w: node %s is already running", ErrState, p.cfg.Name)
+	}
+	args := []string{
+		"--port", strconv.Itoa(p.port),
+		"--bind", "127.0.0.1",
+		"--dir", p.dir,
+		"--save", "",
+		"--protected-mode", "no",
+		"--daemonize", "no",
+		"--logfile", "redis.log",
+		"--maxmemory-policy", "noeviction",
+	}
+	args = append(args, p.cfg.Persistence.args()...)
+	args = append(args, p.cfg.Args...)
+	cmd := exec.Command(p.binary, args...)
+	cmd.Dir = p.dir
+	cmd.Env = append(os.Environ(), p.cfg.Env...)
+	cmd.SysProcAttr = sysProcAttr()
+	// The parent-death signal is tied to the OS thread that forks: keep this
+	// goroutine on one thread while it does, so the signal means "the test
+	// process died" and nothing else.
+	runtime.LockOSThread()
+	err := cmd.Start()
+	runtime.UnlockOSThread()
+	if err != nil {
+		return fmt.Errorf("node %s: start redis-server: %w", p.cfg.Name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	if err := p.waitReady(ctx, exited); err != nil {
+		_ = cmd.Process.Kill()
+		<-exited
+		return err
+	}
+	p.cmd, p.exited, p.state = cmd, exited, running
+	return nil
+}
+
+func (p *Process) waitReady(ctx context.Context, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
+	defer cancel()
+	c := p.NewClient()
+	defer c.Close()
+	for {
+		pingCtx, pingCancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		err := c.Ping(pingCtx).Err()
+		pingCancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("node %s: redis-server exited at start; see %s: %s",
+				p.cfg.Name, filepath.Join(p.dir, "redis.log"), lastLines(filepath.Join(p.dir, "redis.log")))
+		case <-ctx.Done():
+			return fmt.Errorf("node %s: redis-server did not answer PING: %w", p.cfg.Name, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func lastLines(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 400 {
+		b = b[len(b)-400:]
+	}
+	return string(b)
+}
+
+// Kill sends SIGKILL and waits for the process to end. A paused node can
+// be killed too.
+func (p *Process) Kill(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != running && p.state != paused {
+		return fmt.Errorf("%w: node %s is not running", ErrState, p.cfg.Name)
+	}
+	return p.killLocked(ctx)
+}
+
+func (p *Process) killLocked(ctx context.Context) error {
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("node %s: kill: %w", p.cfg.Name, err)
+	}
+	select {
+	case <-p.exited:
+	case <-ctx.Done():
+		return fmt.Errorf("node %s: waiting for exit: %w", p.cfg.Name, ctx.Err())
+	}
+	p.state = stopped
+	return nil
+}
+
+// WipeData deletes the append-only file and snapshot of a stopped node.
+func (p *Process) WipeData() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != stopped {
+		return fmt.Errorf("%w: stop node %s before wiping its data", ErrState, p.cfg.Name)
+	}
+	for _, name := range []string{"appendonlydir", "appendonly.aof", "dump.rdb"} {
+		if err := os.RemoveAll(filepath.Join(p.dir, name)); err != nil {
+			return fmt.Errorf("node %s: wipe: %w", p.cfg.Name, err)
+		}
+	}
+	return nil
+}
+
+// Pause sends SIGSTOP.
+func (p *Process) Pause(context.Context) error {
+	return p.signal(running, paused, syscall.SIGSTOP)
+}
+
+// Resume sends SIGCONT.
+func (p *Process) Resume(context.Context) error {
+	return p.signal(paused, running, syscall.SIGCONT)
+}
+
+func (p *Process) signal(from, to procState, sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != from {
+		return fmt.Errorf("%w: node %s cannot take %v now", ErrState, p.cfg.Name, sig)
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("node %s: %v: %w", p.cfg.Name, sig, err)
+	}
+	p.state = to
+	return nil
+}
+
+// Close kills the server if it runs and deletes its directory. It is safe
+// to call more than once.
+func (p *Process) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state == closed {
+		return nil
+	}
+	var err error
+	if p.state == running || p.state == paused {
+		err = p.killLocked(context.Background())
+	}
+	p.state = closed
+	return errors.Join(err, os.RemoveAll(p.dir))
+}

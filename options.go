@@ -1,0 +1,104 @@
+package redlock
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults. The node timeout follows the Redis distributed-lock spec: a few
+// tens of milliseconds, far below the TTL, so a dead node costs little.
+const (
+	DefaultTTL           = 10 * time.Second
+	DefaultDriftFactor   = 0.01
+	DefaultNodeTimeout   = 50 * time.Millisecond
+	DefaultRetryDelayMin = 10 * time.Millisecond
+	DefaultRetryDelayMax = 100 * time.Millisecond
+
+	// MinTTL is the shortest TTL New accepts. Redis expires keys with
+	// millisecond resolution; below this the drift allowance dominates.
+	MinTTL = 10 * time.Millisecond
+
+	// driftConstant is the fixed part of the drift allowance (redlock-rb,
+	// the Redis spec): it covers the millisecond resolution of PX.
+	driftConstant = 2 * time.Millisecond
+)
+
+// An Option configures a Client.
+type Option func(*config)
+
+type config struct {
+	ttl           time.Duration
+	driftFactor   float64
+	nodeTimeout   time.Duration
+	retryDelayMin time.Duration
+	retryDelayMax time.Duration
+	keyPrefix     string
+	logger        *slog.Logger
+	clock         clock
+	fencing       bool
+}
+
+func defaultConfig() config {
+	return config{
+		ttl:           DefaultTTL,
+		driftFactor:   DefaultDriftFactor,
+		nodeTimeout:   DefaultNodeTimeout,
+		retryDelayMin: DefaultRetryDelayMin,
+		retryDelayMax: DefaultRetryDelayMax,
+		keyPrefix:     "redlock",
+		clock:         systemClock{},
+		fencing:       true,
+	}
+}
+
+// WithTTL sets how long a lock lives on each node before Redis expires it.
+// The validity a holder may rely on is shorter: TTL minus the time the
+// acquisition took minus the drift allowance.
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithDriftFactor sets the share of the TTL reserved for clock-rate
+// differences between this process and the nodes. The drift allowance is
+// TTL*factor + 2ms.
+func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
+
+// WithNodeTimeout bounds every single call to a node. An attempt never waits
+// longer than this on any node, and stops waiting as soon as its outcome is
+// decided.
+func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
+
+// WithRetryDelay sets the bounds of the random pause between attempts in
+// Lock and Do.
+func WithRetryDelay(min, max time.Duration) Option {
+	return func(c *config) { c.retryDelayMin, c.retryDelayMax = min, max }
+}
+
+// WithKeyPrefix sets the namespace of every key the client writes
+// (default "redlock"): the lock "orders:42" lives at "redlock:{orders:42}".
+func WithKeyPrefix(prefix string) Option { return func(c *config) { c.keyPrefix = prefix } }
+
+// WithLogger makes the client log what an operator must know about: locks
+// lost, extensions that failed, releases that could not reach a node. Nothing
+// is logged on the success path. Without it the client logs nothing.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+func (c *config) drift() time.Duration {
+	return time.Duration(float64(c.ttl)*c.driftFactor) + driftConstant
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.ttl < MinTTL:
+		return fmt.Errorf("%w: %v is below the minimum %v", ErrTTLTooShort, c.ttl, MinTTL)
+	case c.driftFactor < 0 || c.driftFactor >= 1 || c.driftFactor != c.driftFactor:
+		return fmt.Errorf("%w: got %v", ErrBadDriftFactor, c.driftFactor)
+	case c.nodeTimeout <= 0:
+		return fmt.Errorf("%w: got %v", ErrBadNodeTimeout, c.nodeTimeout)
+	case c.nodeTimeout+c.drift() >= c.ttl:
+		return fmt.Errorf("%w: TTL %v, drift %v, node timeout %v",
+			ErrNoValidityBudget, c.ttl, c.drift(), c.nodeTimeout)
+	case c.retryDelayMin < 0 || c.retryDelayMax < c.retryDelayMin:
+		return fmt.Errorf("%w: min %v, max %v", ErrBadRetryDelay, c.retryDelayMin, c.retryDelayMax)
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Outcome is what one node answered to one call.
+type Outcome uint8
+
+const (
+	// NodeNoReply: the operation was decided before this node answered. Its
+	// call goes on in the background until the node timeout.
+	NodeNoReply Outcome = iota
+	// NodeGranted: the node did what was asked (set the lock, extended it,
+	// deleted it, committed the token).
+	NodeGranted
+	// NodeRefused: the node answered no. For a lock, another owner holds the
+	// key; for Extend and Unlock, the key no longer holds this owner's value.
+	NodeRefused
+	// NodeFailed: the call returned an error other than a timeout.
+	NodeFailed
+	// NodeTimedOut: the node did not answer within the node timeout.
+	NodeTimedOut
+	// NodeAmnesiac: the node has lost its fencing state (its node-id marker
+	// is gone) and is left out of quorums until it is repaired.
+	NodeAmnesiac
+
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"no reply", "granted", "refused", "failed", "timed out", "amnesiac"}
+
+func (o Outcome) String() string {
+	if o < numOutcomes {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// NodeResult is one node's part in an operation.
+type NodeResult struct {
+	Node    int // index into the nodes given to New
+	Outcome Outcome
+	Err     error         // set for NodeFailed and NodeTimedOut
+	Latency time.Duration // time to the reply; zero for NodeNoReply
+}
+
+// majority is the smallest number of nodes any two of which intersect.
+func majority(n int) int { return n/2 + 1 }
+
+// reply is what one per-node goroutine sends back to the collector.
+type reply struct {
+	node    int
+	outcome Outcome
+	value   int64 // operation-specific: a fencing candidate or a committed token
+	err     error
+	latency time.Duration
+}
+
+// nodeOp performs one call on node i. It returns the outcome, an
+// operation-specific value and, for NodeFailed, the error.
+type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error)
+
+// fanOut starts op on every node at once, each call in its own goroutine and
+// bounded by the node timeout, and returns the channel on which the replies
+// arrive in the order they come (it is buffered for all of them, so nobody
+// has to drain it).
+//
+// If after is not nil, the call on node i starts only once after[i] is
+// closed (or is nil); the node timeout runs from then.
+//
+// After delivering its reply, a goroutine runs then (if not nil) with that
+// reply. Work that must follow the call on the same node, such as a
+// rollback, goes there: it cannot overtake the call it follows.
+//
+// The calls run under ctx, so a caller's cancellation reaches clients built
+// with ContextTimeoutEnabled; the node timeout bounds them either way.
+func (c *Client) fanOut(ctx context.Context, after []<-chan struct{}, op nodeOp, then func(reply)) (<-chan reply, error) {
+	replies := make(chan reply, len(c.nodes))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	c.bg.Add(len(c.nodes))
+	for i, node := range c.nodes {
+		go func() {
+			defer c.bg.Done()
+			if after != nil && after[i] != nil {
+				<-after[i]
+			}
+			callCtx, cancel := context.WithTimeout(ctx, c.cfg.nodeTimeout)
+			start := time.Now()
+			outcome, value, err := op(callCtx, i, node)
+			cancel()
+			if err != nil && outcome != NodeFailed {
+				outcome = NodeFailed
+			}
+			if outcome == NodeFailed && isTimeout(err) {
+				outcome = NodeTimedOut
+			}
+			rep := reply{node: i, outcome: outcome, value: value, err: err, latency: time.Since(start)}
+			replies <- rep
+			if then != nil {
+				then(rep)
+			}
+		}()
+	}
+	return replies, nil
+}
+
+// tally counts the replies of one round.
+type tally struct {
+	n, majority int
+	replied     int // nodes with a recorded outcome, heard from or given up on
+	counts      [numOutcomes]int
+	results     []NodeResult
+	heard       []bool // a reply actually arrived from this node
+}
+
+func newTally(n int) *tally {
+	t := &tally{n: n, majority: majority(n), results: make([]NodeResult, n), heard: make([]bool, n)}
+	for i := range t.results {
+		t.results[i].Node = i
+	}
+	return t
+}
+
+func (t *tally) record(node int, o Outcome, err error, latency time.Duration) {
+	if t.results[node].Outcome != NodeNoReply {
+		return // a late reply from a node already given up on
+	}
+	t.replied++
+	t.counts[o]++
+	t.results[node] = NodeResult{Node: node, Outcome: o, Err: err, Latency: latency}
+}
+
+func (t *tally) add(r reply) {
+	if t.results[r.node].Outcome == NodeNoReply {
+		t.heard[r.node] = true
+	}
+	t.record(r.node, r.outcome, r.err, r.latency)
+}
+
+// expire gives up on every node that has not answered.
+func (t *tally) expire(timeout time.Duration) {
+	for i := range t.results {
+		t.record(i, NodeTimedOut, ErrNodeTimeout, timeout)
+	}
+}
+
+func (t *tally) granted() int { return t.counts[NodeGranted] }
+
+// won: a majority granted.
+func (t *tally) won() bool { return t.granted() >= t.majority }
+
+// lost: a majority can no longer grant, whatever the silent nodes answer.
+func (t *tally) lost() bool { return t.granted()+(t.n-t.replied) < t.majority }
+
+func (t *tally) decided() bool { return t.won() || t.lost() }
+
+// refusedByMajority: so many nodes said no that this owner cannot hold a
+// majority, whatever the others would say.
+func (t *tally) refusedByMajority() bool { return t.counts[NodeRefused] > t.n-t.majority }
+
+// snapshot copies the results, so that late replies do not race with a
+// caller that keeps them.
+func (t *tally) snapshot() []NodeResult { return append([]NodeResult(nil), t.results...) }
+
+// collect adds replies to t until done(t) holds, every node has an outcome,
+// or ctx ends; it returns ctx's error in the last case. At deadline it gives
+// up on the silent nodes (NodeTimedOut).
+//
+// The deadline is enforced here and not left to go-redis, which by default
+// ignores context deadlines (ContextTimeoutEnabled is off) and waits out its
+// own ReadTimeout of several seconds on a paused node.
+func (c *Client) collect(ctx context.Context, replies <-chan reply, t *tally, done func(*tally) bool, deadline time.Time) error {
+	if t.replied == t.n || done(t) {
+		return nil
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for t.replied < t.n && !done(t) {
+		select {
+		case r := <-replies:
+			t.add(r)
+		case <-timer.C:
+			t.expire(c.cfg.nodeTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// isTimeout tells a node that did not answer in time from one that failed.
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// isServerReply reports whether err is an error reply from Redis itself
+// (WRONGTYPE, a script error): retrying the same call cannot help.
+func isServerReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}

@@ -1,0 +1,550 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// Client acquires locks on a fixed set of independent Redis masters. It is
+// safe for concurrent use. The go-redis clients stay the caller's: Close
+// does not close them.
+type Client struct {
+	nodes []redis.UniversalClient
+	cfg   config
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	closed  bool
+	closing chan struct{}  // closed by Close: background retries stop
+	bg      sync.WaitGroup // every goroutine the client starts
+}
+
+// New returns a client over nodes, which must be independent masters (not
+// replicas of each other). Any go-redis client works: a plain client, a
+// failover (Sentinel) client, or a cluster client standing for one node.
+//
+// A lock needs a majority, N/2+1 nodes. An odd N is best: five nodes
+// tolerate two failures, and six nodes also tolerate only two.
+func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
+	if len(nodes) == 0 {
+		return nil, ErrNoNodes
+	}
+	seen := make(map[redis.UniversalClient]int, len(nodes))
+	for i, n := range nodes {
+		if n == nil {
+			return nil, fmt.Errorf("%w: nodes[%d]", ErrNilNode, i)
+		}
+		if j, dup := seen[n]; dup {
+			return nil, fmt.Errorf("%w: nodes[%d] and nodes[%d]", ErrDuplicateNode, j, i)
+		}
+		seen[n] = i
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Client{
+		nodes:   append([]redis.UniversalClient(nil), nodes...),
+		cfg:     cfg,
+		log:     log,
+		closing: make(chan struct{}),
+	}, nil
+}
+
+// Close stops the client's background work and waits for it to end. Calls
+// already sent finish within the node timeout; releases still being retried
+// against unreachable nodes are abandoned, and those keys expire by their
+// TTL. Close does not unlock held locks: Unlock them first.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.closing)
+	}
+	c.mu.Unlock()
+	c.bg.Wait()
+	return nil
+}
+
+// TryLock makes one attempt to acquire the lock called name. It sends the
+// acquisition to every node at once and returns as soon as the outcome is
+// decided: a majority granted, or a majority can no longer grant.
+//
+// On success the lock is valid until Until. On failure it returns a
+// *QuorumError whose Kind is ErrLocked, ErrUnavailable, ErrNoValidity or
+// ErrWrongType, after releasing the lock on every node that answered; nodes
+// that had not answered are released in the background as soon as their
+// call ends. If ctx ends first, the error also matches ctx's error.
+func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
+	if name == "" {
+		return nil, ErrEmptyName
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+	}
+	l := c.newLock(name)
+	start := c.cfg.clock.Now()
+	deadline := time.Now().Add(c.cfg.nodeTimeout)
+	replies, err := c.fanOut(ctx, nil, l.acquireOp, l.afterAcquire)
+	if err != nil {
+		return nil, err
+	}
+	t := newTally(len(c.nodes))
+	ctxErr := c.collect(ctx, replies, t, (*tally).decided, deadline)
+
+	qe := &QuorumError{Op: "lock", Name: name, Cause: ctxErr}
+	if ctxErr == nil && t.won() {
+		validity := c.cfg.ttl - c.cfg.clock.Now().Sub(start) - c.cfg.drift()
+		if validity > 0 {
+			l.acquired(t.snapshot(), start.Add(validity))
+			return l, nil
+		}
+		qe.Kind = ErrNoValidity
+	}
+	if qe.Kind == nil && ctxErr == nil {
+		qe.Kind = classifyAcquire(t)
+	}
+	qe.Nodes = t.snapshot()
+	l.abandon(t)
+	return nil, qe
+}
+
+// classifyAcquire tells contention from unavailability once an attempt is lost.
+func classifyAcquire(t *tally) error {
+	for _, r := range t.results {
+		if errors.Is(r.Err, ErrWrongType) {
+			return ErrWrongType
+		}
+	}
+	if t.granted()+t.counts[NodeRefused] >= t.majority {
+		return ErrLocked
+	}
+	return ErrUnavailable
+}
+
+// Lock acquires the lock called name, retrying after a random delay within
+// the configured bounds until it succeeds or ctx ends. It gives up at once on
+// errors that retrying cannot fix (ErrWrongType, ErrClosed). When ctx ends,
+// the error is the last attempt's *QuorumError with ctx's error as its Cause.
+func (c *Client) Lock(ctx context.Context, name string) (*Lock, error) {
+	for {
+		l, err := c.TryLock(ctx, name)
+		var qe *QuorumError
+		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || errors.Is(err, ErrWrongType) {
+			return l, err
+		}
+		t := time.NewTimer(c.retryDelay())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			qe.Cause = ctx.Err()
+			return nil, qe
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) retryDelay() time.Duration {
+	lo, hi := c.cfg.retryDelayMin, c.cfg.retryDelayMax
+	if hi <= lo {
+		return lo
+	}
+	return lo + rand.N(hi-lo+1)
+}
+
+// Do acquires the lock called name (waiting as Lock does), runs fn while
+// holding it, and releases it when fn returns.
+//
+// While fn runs, the lock is extended every TTL/3. If the lock cannot be
+// kept, the context passed to fn is cancelled before the lock's validity
+// ends, with ErrLockLost as its cause (context.Cause): fn must stop touching
+// the protected resource then. Do returns fn's error joined with Unlock's,
+// so errors.Is(err, ErrExpired) tells the caller the critical section may
+// have overlapped another holder. No goroutine started by Do outlives it.
+func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context, l *Lock) error) error {
+	l, err := c.Lock(ctx, name)
+	if err != nil {
+		return err
+	}
+	fnCtx, cancel := context.WithCancelCause(ctx)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { l.keepAlive(fnCtx, cancel, stop) })
+
+	fnErr := fn(fnCtx, l)
+
+	close(stop)
+	wg.Wait()
+	cancel(nil)
+	return errors.Join(fnErr, l.Unlock(context.WithoutCancel(ctx)))
+}
+
+// keepAlive extends l every TTL/3 until stop closes. When an extension fails
+// and the remaining validity would not last until the next try, or the lock
+// is definitely gone, it cancels the function's context at once.
+func (l *Lock) keepAlive(ctx context.Context, cancel context.CancelCauseFunc, stop <-chan struct{}) {
+	interval := l.c.cfg.ttl / 3
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-l.Done():
+			l.c.log.Warn("redlock: lock validity ended while held", "lock", l.name)
+			cancel(fmt.Errorf("%w: validity ended", ErrLockLost))
+			return
+		case <-t.C:
+		}
+		err := l.Extend(context.WithoutCancel(ctx))
+		if err == nil {
+			t.Reset(interval)
+			continue
+		}
+		if errors.Is(err, ErrExpired) || l.remaining() <= interval {
+			l.c.log.Warn("redlock: lock lost: extension failed", "lock", l.name, "err", err)
+			cancel(fmt.Errorf("%w: %w", ErrLockLost, err))
+			return
+		}
+		l.c.log.Warn("redlock: extension failed, will retry", "lock", l.name, "err", err)
+		t.Reset(interval)
+	}
+}
+
+// Lock is a lock held on a majority of the nodes. Its methods are safe for
+// concurrent use.
+type Lock struct {
+	c       *Client
+	name    string
+	key     string // the lock key, "<prefix>:{<name>}"
+	marker  string // the release marker of this value
+	value   string // random, unique to this acquisition
+	results []NodeResult
+
+	// per node: closed once the acquisition call on that node has returned;
+	// acqOutcome[i] is valid after that.
+	acqDone    []chan struct{}
+	acqOutcome []Outcome
+	// per node: closed once the first release after a failed attempt was tried.
+	rollbackTried []chan struct{}
+	// closed when the attempt is decided; success is set before.
+	verdict chan struct{}
+	success bool
+
+	mu       sync.Mutex
+	until    time.Time
+	timer    timer
+	released bool
+	done     chan struct{}
+	doneOnce sync.Once
+
+	unlockOnce sync.Once
+	unlockErr  error
+}
+
+func (c *Client) newLock(name string) *Lock {
+	n := len(c.nodes)
+	key := c.cfg.keyPrefix + ":{" + name + "}"
+	value := uuid.NewString()
+	l := &Lock{
+		c:             c,
+		name:          name,
+		key:           key,
+		marker:        key + ":released:" + value,
+		value:         value,
+		acqDone:       make([]chan struct{}, n),
+		acqOutcome:    make([]Outcome, n),
+		rollbackTried: make([]chan struct{}, n),
+		verdict:       make(chan struct{}),
+		done:          make(chan struct{}),
+	}
+	for i := range n {
+		l.acqDone[i] = make(chan struct{})
+		l.rollbackTried[i] = make(chan struct{})
+	}
+	return l
+}
+
+// Name returns the lock's name.
+func (l *Lock) Name() string { return l.name }
+
+// Nodes returns what each node answered to the acquisition.
+func (l *Lock) Nodes() []NodeResult { return append([]NodeResult(nil), l.results...) }
+
+// Until returns the end of the lock's validity, on the client's monotonic
+// clock: compare it with time.Now(), not with a wall-clock time from
+// elsewhere. Extend moves it forward.
+func (l *Lock) Until() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until
+}
+
+// Done returns a channel that is closed when the lock's validity ends
+// without a successful Extend, or when the lock is unlocked. Once closed,
+// the lock cannot be extended.
+func (l *Lock) Done() <-chan struct{} { return l.done }
+
+func (l *Lock) remaining() time.Duration {
+	return l.Until().Sub(l.c.cfg.clock.Now())
+}
+
+func (l *Lock) closeDone() { l.doneOnce.Do(func() { close(l.done) }) }
+
+// acquireOp is the acquisition call on one node.
+func (l *Lock) acquireOp(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+	n, err := acquireLua.Run(ctx, node, []string{l.key, l.marker}, l.value, l.c.cfg.ttl.Milliseconds()).Int64()
+	switch {
+	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		return NodeFailed, 0, fmt.Errorf("%w: %w", ErrWrongType, err)
+	case err != nil:
+		return NodeFailed, 0, err
+	case n == 1:
+		return NodeGranted, 0, nil
+	default:
+		return NodeRefused, 0, nil
+	}
+}
+
+// afterAcquire runs on the node's goroutine once its acquisition call has
+// returned. If the attempt as a whole failed, it rolls the node back, after
+// the call and never before it.
+func (l *Lock) afterAcquire(r reply) {
+	l.acqOutcome[r.node] = r.outcome
+	close(l.acqDone[r.node])
+	<-l.verdict
+	if l.success {
+		return
+	}
+	l.c.releaseNode(l.c.nodes[r.node], l, definite(r.outcome), l.rollbackTried[r.node])
+}
+
+// definite reports whether a call's outcome proves that the node processed
+// it, so no copy of it can still be in flight.
+func definite(o Outcome) bool { return o == NodeGranted || o == NodeRefused }
+
+// acquired turns a won attempt into a held lock.
+func (l *Lock) acquired(results []NodeResult, until time.Time) {
+	l.results = results
+	l.until = until
+	l.timer = l.c.cfg.clock.AfterFunc(until.Sub(l.c.cfg.clock.Now()), l.closeDone)
+	l.success = true
+	close(l.verdict)
+}
+
+// abandon settles a lost attempt: every node is rolled back after its call
+// returns. It waits for the first rollback try on the nodes that had
+// answered, so a caller that retries does not find its own stale value; the
+// silent nodes are rolled back in the background.
+func (l *Lock) abandon(t *tally) {
+	l.results = t.snapshot()
+	l.closeDone()
+	close(l.verdict)
+	for i, heard := range t.heard {
+		if heard {
+			<-l.rollbackTried[i]
+		}
+	}
+}
+
+// Extend re-applies the TTL on every node that still holds this lock's
+// value. It succeeds only if a majority extended it within the validity; the
+// new validity then runs from the start of the call. It never re-creates an
+// expired key, and it fails with ErrExpired once Done has closed.
+func (l *Lock) Extend(ctx context.Context) error {
+	qe := &QuorumError{Op: "extend", Name: l.name}
+	l.mu.Lock()
+	released := l.released
+	l.mu.Unlock()
+	select {
+	case <-l.done:
+		qe.Kind = ErrExpired
+		if released {
+			qe.Kind = ErrReleased
+		}
+		return qe
+	default:
+	}
+	c := l.c
+	start := c.cfg.clock.Now()
+	deadline := time.Now().Add(c.cfg.nodeTimeout)
+	replies, err := c.fanOut(ctx, nil, l.extendOp, nil)
+	if err != nil {
+		return err
+	}
+	t := newTally(len(c.nodes))
+	if qe.Cause = c.collect(ctx, replies, t, (*tally).decided, deadline); qe.Cause == nil && t.won() {
+		validity := c.cfg.ttl - c.cfg.clock.Now().Sub(start) - c.cfg.drift()
+		if validity > 0 && l.moveDeadline(start.Add(validity)) {
+			return nil
+		}
+		qe.Kind = ErrExpired
+	}
+	if qe.Kind == nil && qe.Cause == nil {
+		qe.Cause = c.collect(ctx, replies, t, (*tally).refusedByMajority, deadline)
+		qe.Kind = ErrUnavailable
+		if t.refusedByMajority() {
+			qe.Kind = ErrExpired
+		}
+	}
+	qe.Nodes = t.snapshot()
+	return qe
+}
+
+func (l *Lock) extendOp(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+	n, err := extendLua.Run(ctx, node, []string{l.key}, l.value, l.c.cfg.ttl.Milliseconds()).Int64()
+	switch {
+	case err != nil:
+		return NodeFailed, 0, err
+	case n == 1:
+		return NodeGranted, 0, nil
+	default:
+		return NodeRefused, 0, nil
+	}
+}
+
+// moveDeadline sets a later validity end, unless the lock already ended.
+func (l *Lock) moveDeadline(until time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released || !l.timer.Stop() {
+		return false // the old deadline fired, or is firing: Done is closed
+	}
+	l.until = until
+	l.timer = l.c.cfg.clock.AfterFunc(until.Sub(l.c.cfg.clock.Now()), l.closeDone)
+	return true
+}
+
+// Unlock deletes the lock on every node where it still holds this lock's
+// value, and closes Done. The release is sent even if ctx is already done:
+// ctx bounds only how long Unlock waits for the answers. Nodes that cannot
+// be reached are retried in the background for up to one TTL.
+//
+// It returns nil if a majority deleted the lock. It returns a *QuorumError
+// with Kind ErrExpired if the lock was no longer held on a majority: the
+// critical section may have overlapped another holder. ErrUnavailable means
+// too few nodes answered to tell. Later calls return the first call's result.
+func (l *Lock) Unlock(ctx context.Context) error {
+	l.unlockOnce.Do(func() { l.unlockErr = l.unlock(ctx) })
+	return l.unlockErr
+}
+
+func (l *Lock) unlock(ctx context.Context) error {
+	l.mu.Lock()
+	l.released = true
+	l.timer.Stop()
+	l.mu.Unlock()
+	l.closeDone()
+
+	c := l.c
+	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+		return c.releaseOnce(ctx, node, l, definite(l.acqOutcome[i]))
+	}
+	then := func(r reply) {
+		if r.outcome == NodeFailed && !isServerReply(r.err) || r.outcome == NodeTimedOut {
+			c.retryRelease(c.nodes[r.node], l, definite(l.acqOutcome[r.node]))
+		}
+	}
+	acqDone := make([]<-chan struct{}, len(l.acqDone))
+	for i, ch := range l.acqDone {
+		acqDone[i] = ch
+	}
+	deadline := time.Now().Add(c.cfg.nodeTimeout)
+	replies, err := c.fanOut(context.WithoutCancel(ctx), acqDone, op, then)
+	if err != nil {
+		return err
+	}
+	t := newTally(len(c.nodes))
+	cause := c.collect(ctx, replies, t, func(t *tally) bool { return t.won() || t.refusedByMajority() }, deadline)
+	if t.won() {
+		return nil
+	}
+	qe := &QuorumError{Op: "unlock", Name: l.name, Kind: ErrUnavailable, Cause: cause, Nodes: t.snapshot()}
+	if t.refusedByMajority() {
+		qe.Kind = ErrExpired
+	}
+	if qe.Kind == ErrExpired {
+		c.log.Warn("redlock: lock had expired before unlock", "lock", l.name, "nodes", summarize(qe.Nodes))
+	}
+	return qe
+}
+
+// releaseNode rolls back one node: one try at once, then, while the node
+// cannot be reached, retries in the background. tried is closed after the
+// first try.
+func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tried chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
+	outcome, _, err := c.releaseOnce(ctx, node, l, sure)
+	cancel()
+	close(tried)
+	if outcome == NodeFailed && !isServerReply(err) {
+		c.retryRelease(node, l, sure)
+	}
+}
+
+// releaseOnce runs the release script once. sure says that the node is known
+// to have processed the acquisition call; otherwise a copy of it may still be
+// in flight, and the script leaves a marker that keeps it from landing.
+func (c *Client) releaseOnce(ctx context.Context, node redis.UniversalClient, l *Lock, sure bool) (Outcome, int64, error) {
+	var markerTTL int64
+	if !sure {
+		markerTTL = c.markerTTL().Milliseconds()
+	}
+	n, err := releaseLua.Run(ctx, node, []string{l.key, l.marker}, l.value, markerTTL).Int64()
+	switch {
+	case err != nil:
+		return NodeFailed, 0, err
+	case n == 1:
+		return NodeGranted, 0, nil
+	default:
+		return NodeRefused, 0, nil
+	}
+}
+
+// markerTTL is how long a release marker keeps a late acquisition call from
+// landing: a node paused for longer than this may still apply one.
+func (c *Client) markerTTL() time.Duration { return 10 * c.cfg.ttl }
+
+// retryRelease keeps trying to release l on a node that could not be
+// reached, with growing pauses, for at most one TTL or until Close.
+func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool) {
+	deadline := time.Now().Add(c.cfg.ttl)
+	pause := c.cfg.nodeTimeout
+	for {
+		if time.Now().Add(pause).After(deadline) {
+			c.log.Warn("redlock: gave up releasing on an unreachable node; the key expires by its TTL",
+				"lock", l.name, "ttl", c.cfg.ttl)
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-c.closing:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
+		outcome, _, err := c.releaseOnce(ctx, node, l, sure)
+		cancel()
+		if outcome != NodeFailed || isServerReply(err) {
+			return
+		}
+		pause = min(2*pause, c.cfg.ttl/4)
+	}
+}
