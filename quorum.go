@@ -121,11 +121,15 @@ type tally struct {
 	replied     int // nodes with a recorded outcome, heard from or given up on
 	counts      [numOutcomes]int
 	results     []NodeResult
+	recorded    []bool // the node has an outcome (a reply, or given up on)
 	heard       []bool // a reply actually arrived from this node
+	lastReply   time.Time
+	slowest     time.Duration
 }
 
 func newTally(n int) *tally {
-	t := &tally{n: n, majority: majority(n), results: make([]NodeResult, n), heard: make([]bool, n)}
+	t := &tally{n: n, majority: majority(n), results: make([]NodeResult, n),
+		recorded: make([]bool, n), heard: make([]bool, n)}
 	for i := range t.results {
 		t.results[i].Node = i
 	}
@@ -133,25 +137,36 @@ func newTally(n int) *tally {
 }
 
 func (t *tally) record(node int, o Outcome, err error, latency time.Duration) {
-	if t.results[node].Outcome != NodeNoReply {
+	if t.recorded[node] {
 		return // a late reply from a node already given up on
 	}
+	t.recorded[node] = true
 	t.replied++
 	t.counts[o]++
 	t.results[node] = NodeResult{Node: node, Outcome: o, Err: err, Latency: latency}
 }
 
 func (t *tally) add(r reply) {
-	if t.results[r.node].Outcome == NodeNoReply {
+	if !t.recorded[r.node] {
 		t.heard[r.node] = true
+		t.lastReply = time.Now()
+		t.slowest = max(t.slowest, r.latency)
 	}
 	t.record(r.node, r.outcome, r.err, r.latency)
 }
 
-// expire gives up on every node that has not answered.
-func (t *tally) expire(timeout time.Duration) {
+// timeOut gives up on every node that has not answered by the node timeout.
+func (t *tally) timeOut(timeout time.Duration) {
 	for i := range t.results {
 		t.record(i, NodeTimedOut, ErrNodeTimeout, timeout)
+	}
+}
+
+// stopWaiting gives up on the silent nodes before their timeout: they keep
+// NodeNoReply.
+func (t *tally) stopWaiting() {
+	for i := range t.results {
+		t.record(i, NodeNoReply, nil, 0)
 	}
 }
 
@@ -174,29 +189,59 @@ func (t *tally) refusedByMajority() bool { return t.counts[NodeRefused] > t.n-t.
 func (t *tally) snapshot() []NodeResult { return append([]NodeResult(nil), t.results...) }
 
 // collect adds replies to t until done(t) holds, every node has an outcome,
-// or ctx ends; it returns ctx's error in the last case. At deadline it gives
-// up on the silent nodes (NodeTimedOut).
+// or ctx ends; it returns ctx's error in the last case. At the node timeout
+// (hard) it gives up on the silent nodes as NodeTimedOut. If soon is not nil
+// it is asked after every reply for an earlier time to stop waiting, after
+// which the silent nodes stay NodeNoReply.
 //
-// The deadline is enforced here and not left to go-redis, which by default
-// ignores context deadlines (ContextTimeoutEnabled is off) and waits out its
-// own ReadTimeout of several seconds on a paused node.
-func (c *Client) collect(ctx context.Context, replies <-chan reply, t *tally, done func(*tally) bool, deadline time.Time) error {
+// The node timeout is enforced here and not left to go-redis, which by
+// default ignores context deadlines (ContextTimeoutEnabled is off) and waits
+// out its own ReadTimeout of several seconds on a paused node.
+func (c *Client) collect(ctx context.Context, replies <-chan reply, t *tally, done func(*tally) bool,
+	hard time.Time, soon func(*tally) (time.Time, bool)) error {
 	if t.replied == t.n || done(t) {
 		return nil
 	}
-	timer := time.NewTimer(time.Until(deadline))
+	at := hard
+	timer := time.NewTimer(time.Until(at))
 	defer timer.Stop()
 	for t.replied < t.n && !done(t) {
 		select {
 		case r := <-replies:
 			t.add(r)
+			if soon == nil {
+				continue
+			}
+			if next, ok := soon(t); ok && next.Before(at) {
+				at = next
+				timer.Reset(time.Until(at))
+			}
 		case <-timer.C:
-			t.expire(c.cfg.nodeTimeout)
+			if at.Before(hard) {
+				t.stopWaiting()
+			} else {
+				t.timeOut(c.cfg.nodeTimeout)
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+// contentionGrace is how long, as a multiple of the slowest reply so far, an
+// attempt that a node has already refused keeps waiting for the silent nodes
+// once a majority has answered. Giving up early is always safe; it spares a
+// contended attempt the full node timeout when some nodes are down, while
+// healthy nodes, which answer within about the same time, still count.
+const contentionGrace = 3
+
+// giveUpOnContention is the "soon" of an acquisition: see contentionGrace.
+func giveUpOnContention(t *tally) (time.Time, bool) {
+	if t.counts[NodeRefused] == 0 || t.replied < t.majority {
+		return time.Time{}, false
+	}
+	return t.lastReply.Add(max(contentionGrace*t.slowest, time.Millisecond)), true
 }
 
 // isTimeout tells a node that did not answer in time from one that failed.

@@ -106,7 +106,7 @@ func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
 		return nil, err
 	}
 	t := newTally(len(c.nodes))
-	ctxErr := c.collect(ctx, replies, t, (*tally).decided, deadline)
+	ctxErr := c.collect(ctx, replies, t, (*tally).decided, deadline, giveUpOnContention)
 
 	qe := &QuorumError{Op: "lock", Name: name, Cause: ctxErr}
 	if ctxErr == nil && t.won() {
@@ -349,16 +349,23 @@ func (l *Lock) acquired(results []NodeResult, until time.Time) {
 }
 
 // abandon settles a lost attempt: every node is rolled back after its call
-// returns. It waits for the first rollback try on the nodes that had
-// answered, so a caller that retries does not find its own stale value; the
-// silent nodes are rolled back in the background.
+// returns. It waits, for at most one node timeout, for the first rollback
+// try on the nodes that granted, so a caller that retries does not trip over
+// its own value; everything else is rolled back in the background.
 func (l *Lock) abandon(t *tally) {
 	l.results = t.snapshot()
 	l.closeDone()
 	close(l.verdict)
-	for i, heard := range t.heard {
-		if heard {
-			<-l.rollbackTried[i]
+	wait := time.NewTimer(l.c.cfg.nodeTimeout)
+	defer wait.Stop()
+	for i, r := range l.results {
+		if !t.heard[i] || r.Outcome != NodeGranted {
+			continue
+		}
+		select {
+		case <-l.rollbackTried[i]:
+		case <-wait.C:
+			return
 		}
 	}
 }
@@ -389,7 +396,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 		return err
 	}
 	t := newTally(len(c.nodes))
-	if qe.Cause = c.collect(ctx, replies, t, (*tally).decided, deadline); qe.Cause == nil && t.won() {
+	if qe.Cause = c.collect(ctx, replies, t, (*tally).decided, deadline, nil); qe.Cause == nil && t.won() {
 		validity := c.cfg.ttl - c.cfg.clock.Now().Sub(start) - c.cfg.drift()
 		if validity > 0 && l.moveDeadline(start.Add(validity)) {
 			return nil
@@ -397,7 +404,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 		qe.Kind = ErrExpired
 	}
 	if qe.Kind == nil && qe.Cause == nil {
-		qe.Cause = c.collect(ctx, replies, t, (*tally).refusedByMajority, deadline)
+		qe.Cause = c.collect(ctx, replies, t, (*tally).refusedByMajority, deadline, nil)
 		qe.Kind = ErrUnavailable
 		if t.refusedByMajority() {
 			qe.Kind = ErrExpired
@@ -471,7 +478,7 @@ func (l *Lock) unlock(ctx context.Context) error {
 		return err
 	}
 	t := newTally(len(c.nodes))
-	cause := c.collect(ctx, replies, t, func(t *tally) bool { return t.won() || t.refusedByMajority() }, deadline)
+	cause := c.collect(ctx, replies, t, func(t *tally) bool { return t.won() || t.refusedByMajority() }, deadline, nil)
 	if t.won() {
 		return nil
 	}

@@ -123,7 +123,7 @@ func TestNoTwoHoldersOverlap(t *testing.T) {
 	c := cl.newClient(t,
 		redlock.WithTTL(5*time.Second),
 		redlock.WithNodeTimeout(time.Second),
-		redlock.WithRetryDelay(0, 3*time.Millisecond))
+		redlock.WithRetryDelay(time.Millisecond, 20*time.Millisecond))
 
 	const workers, rounds = 16, 200
 	var inside atomic.Int32
