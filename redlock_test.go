@@ -26,7 +26,7 @@ type cluster struct {
 	inspect []redis.UniversalClient
 }
 
-func startCluster(t *testing.T, n int) *cluster {
+func startCluster(t testing.TB, n int) *cluster {
 	t.Helper()
 	g, err := node.StartProcesses(context.Background(), n, node.Config{})
 	if err != nil {

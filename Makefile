@@ -1,0 +1,39 @@
+# Every target installs what it needs first (as root, through apt-get and the
+# Go module proxy), so `make demo` and `make test` work on a fresh machine.
+
+GO          ?= go
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The race detector needs cgo.
+export CGO_ENABLED := 1
+
+.PHONY: all deps test demo lint bench clean
+
+all: lint test
+
+## deps: install redis-server when it is missing.
+deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing redis-server"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server >/dev/null; }
+	@redis-server --version
+
+## test: the whole suite against real redis-server processes, race detector on.
+test: deps
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+## demo: five local nodes, contending goroutines, paused nodes.
+demo: deps
+	$(GO) run ./cmd/demo
+
+## lint: go vet and staticcheck.
+lint:
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+## bench: Go benchmarks against real nodes.
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+clean:
+	$(GO) clean -testcache
