@@ -31,6 +31,19 @@ var (
 	// ErrReleased: Extend was called on a lock that was already unlocked.
 	ErrReleased = errors.New("redlock: lock already released")
 
+	// ErrSuperseded: a fenced acquisition found, while committing its
+	// token, that a newer token had been committed. It was rolled back; Lock
+	// retries it.
+	ErrSuperseded = errors.New("redlock: a newer fencing token was committed meanwhile")
+
+	// ErrAmnesia: a node has no fencing identity in a provisioned deployment;
+	// it lost its data, or is new. It is left out of quorums until Repair.
+	ErrAmnesia = errors.New("redlock: node lost its fencing state")
+
+	// ErrNodeIDConflict: two nodes have the same fencing id, or ids and
+	// uuids disagree. Tokens are not safe until an operator fixes it.
+	ErrNodeIDConflict = errors.New("redlock: conflicting node ids")
+
 	// ErrWrongType: a node holds a key of another type under the lock's key
 	// name. That is a configuration error (a key-name clash), not contention.
 	ErrWrongType = errors.New("redlock: lock key holds a non-string value")
@@ -61,6 +74,8 @@ var (
 	ErrBadNodeTimeout   = errors.New("redlock: node timeout must be positive")
 	ErrNoValidityBudget = errors.New("redlock: drift and node timeout leave no validity within the TTL")
 	ErrBadRetryDelay    = errors.New("redlock: retry delays must satisfy 0 <= min <= max")
+	ErrTooManyNodes     = errors.New("redlock: fencing supports at most 256 nodes")
+	ErrFencingNode      = errors.New("redlock: fencing needs standalone or Sentinel nodes, not Cluster or Ring clients; use WithoutFencing")
 )
 
 // QuorumError reports a failed operation on the quorum: what failed (Kind,

@@ -37,6 +37,7 @@ type config struct {
 	logger        *slog.Logger
 	clock         clock
 	fencing       bool
+	naive         naiveVariant // tests only: a broken token scheme
 }
 
 func defaultConfig() config {
@@ -82,6 +83,19 @@ func WithKeyPrefix(prefix string) Option { return func(c *config) { c.keyPrefix 
 // is logged on the success path. Without it the client logs nothing.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
+// WithoutFencing turns fencing tokens off: an acquisition then takes one
+// round trip instead of two, and Lock.Token returns 0. Use it only where the
+// protected resource cannot check tokens anyway, or with Redis Cluster nodes.
+func WithoutFencing() Option { return func(c *config) { c.fencing = false } }
+
+// rounds is how many round trips an acquisition takes.
+func (c *config) rounds() time.Duration {
+	if c.fencing {
+		return 2
+	}
+	return 1
+}
+
 func (c *config) drift() time.Duration {
 	return time.Duration(float64(c.ttl)*c.driftFactor) + driftConstant
 }
@@ -94,9 +108,9 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: got %v", ErrBadDriftFactor, c.driftFactor)
 	case c.nodeTimeout <= 0:
 		return fmt.Errorf("%w: got %v", ErrBadNodeTimeout, c.nodeTimeout)
-	case c.nodeTimeout+c.drift() >= c.ttl:
-		return fmt.Errorf("%w: TTL %v, drift %v, node timeout %v",
-			ErrNoValidityBudget, c.ttl, c.drift(), c.nodeTimeout)
+	case c.rounds()*c.nodeTimeout+c.drift() >= c.ttl:
+		return fmt.Errorf("%w: TTL %v, drift %v, %d round(s) of node timeout %v",
+			ErrNoValidityBudget, c.ttl, c.drift(), c.rounds(), c.nodeTimeout)
 	case c.retryDelayMin < 0 || c.retryDelayMax < c.retryDelayMin:
 		return fmt.Errorf("%w: min %v, max %v", ErrBadRetryDelay, c.retryDelayMin, c.retryDelayMax)
 	}

@@ -99,7 +99,7 @@ func (c *Client) fanOut(ctx context.Context, after []<-chan struct{}, op nodeOp,
 			start := time.Now()
 			outcome, value, err := op(callCtx, i, node)
 			cancel()
-			if err != nil && outcome != NodeFailed {
+			if err != nil && (outcome == NodeGranted || outcome == NodeRefused) {
 				outcome = NodeFailed
 			}
 			if outcome == NodeFailed && isTimeout(err) {
@@ -125,6 +125,7 @@ type tally struct {
 	heard       []bool // a reply actually arrived from this node
 	lastReply   time.Time
 	slowest     time.Duration
+	best        int64 // the largest value any node replied with
 }
 
 func newTally(n int) *tally {
@@ -151,6 +152,7 @@ func (t *tally) add(r reply) {
 		t.heard[r.node] = true
 		t.lastReply = time.Now()
 		t.slowest = max(t.slowest, r.latency)
+		t.best = max(t.best, r.value)
 	}
 	t.record(r.node, r.outcome, r.err, r.latency)
 }

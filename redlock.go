@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,6 +27,12 @@ type Client struct {
 	closed  bool
 	closing chan struct{}  // closed by Close: background retries stop
 	bg      sync.WaitGroup // every goroutine the client starts
+
+	amnesiac  []atomic.Bool // per node: the amnesia warning was given
+	provMu    sync.Mutex
+	provTried time.Time
+
+	testHookBeforeCommit func() // tests only: runs between round 1 and round 2
 }
 
 // New returns a client over nodes, which must be independent masters (not
@@ -55,15 +62,27 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.fencing {
+		if len(nodes) > MaxFencingNodes {
+			return nil, fmt.Errorf("%w: got %d", ErrTooManyNodes, len(nodes))
+		}
+		for i, n := range nodes {
+			switch n.(type) {
+			case *redis.ClusterClient, *redis.Ring:
+				return nil, fmt.Errorf("%w: nodes[%d] is a %T", ErrFencingNode, i, n)
+			}
+		}
+	}
 	log := cfg.logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Client{
-		nodes:   append([]redis.UniversalClient(nil), nodes...),
-		cfg:     cfg,
-		log:     log,
-		closing: make(chan struct{}),
+		nodes:    append([]redis.UniversalClient(nil), nodes...),
+		cfg:      cfg,
+		log:      log,
+		closing:  make(chan struct{}),
+		amnesiac: make([]atomic.Bool, len(nodes)),
 	}, nil
 }
 
@@ -98,31 +117,73 @@ func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 	}
+	return c.tryLock(ctx, name, true)
+}
+
+func (c *Client) tryLock(ctx context.Context, name string, mayProvision bool) (*Lock, error) {
 	l := c.newLock(name)
 	start := c.cfg.clock.Now()
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(ctx, nil, l.acquireOp, l.afterAcquire)
+	op := l.acquireOp
+	if c.cfg.fencing {
+		op = l.fencedAcquireOp
+	}
+	replies, err := c.fanOut(ctx, nil, op, l.afterAcquire)
 	if err != nil {
 		return nil, err
 	}
 	t := newTally(len(c.nodes))
 	ctxErr := c.collect(ctx, replies, t, (*tally).decided, deadline, giveUpOnContention)
 
-	qe := &QuorumError{Op: "lock", Name: name, Cause: ctxErr}
+	qe := &QuorumError{Op: "lock", Name: name, Cause: ctxErr, Nodes: t.snapshot()}
 	if ctxErr == nil && t.won() {
-		validity := c.cfg.ttl - c.cfg.clock.Now().Sub(start) - c.cfg.drift()
-		if validity > 0 {
-			l.acquired(t.snapshot(), start.Add(validity))
+		qe.Kind, qe.Cause = l.grant(ctx, start, t, qe)
+		if qe.Kind == nil && qe.Cause == nil {
 			return l, nil
 		}
-		qe.Kind = ErrNoValidity
-	}
-	if qe.Kind == nil && ctxErr == nil {
+	} else if ctxErr == nil {
 		qe.Kind = classifyAcquire(t)
 	}
-	qe.Nodes = t.snapshot()
 	l.abandon(t)
+	// Every node that answered lacks a fencing identity: most likely a fresh
+	// deployment. Provision it and try once more.
+	if mayProvision && t.counts[NodeAmnesiac] > 0 && t.granted()+t.counts[NodeRefused] == 0 && c.provisionFresh(ctx) {
+		return c.tryLock(ctx, name, false)
+	}
 	return nil, qe
+}
+
+// grant turns a won round 1 into a held lock: it commits the fencing token
+// (round 2) and checks the validity. On failure it returns why, and the
+// attempt is abandoned; qe.Nodes then describes the round that failed.
+func (l *Lock) grant(ctx context.Context, start time.Time, t *tally, qe *QuorumError) (kind, cause error) {
+	c := l.c
+	validity := func() time.Duration { return c.cfg.ttl - c.cfg.clock.Now().Sub(start) - c.cfg.drift() }
+	var token int64
+	if c.cfg.fencing {
+		token = t.best
+		if c.cfg.naive == naiveEarlyValidity && validity() <= 0 {
+			return ErrNoValidity, nil
+		}
+		if c.cfg.naive != naiveNoCommit {
+			nodes, kind, cause := l.commit(ctx, token)
+			if kind != nil || cause != nil {
+				qe.Op = "lock (commit)"
+				qe.Nodes = nodes
+				return kind, cause
+			}
+		}
+	}
+	v := validity()
+	if c.cfg.naive == naiveEarlyValidity {
+		v = max(v, time.Millisecond) // checked before round 2 only
+	}
+	if v <= 0 {
+		return ErrNoValidity, nil
+	}
+	l.token = uint64(token)
+	l.acquired(t.snapshot(), start.Add(v))
+	return nil, nil
 }
 
 // classifyAcquire tells contention from unavailability once an attempt is lost.
@@ -236,6 +297,7 @@ type Lock struct {
 	marker  string // the release marker of this value
 	value   string // random, unique to this acquisition
 	results []NodeResult
+	token   uint64
 
 	// per node: closed once the acquisition call on that node has returned;
 	// acqOutcome[i] is valid after that.

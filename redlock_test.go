@@ -41,6 +41,16 @@ func startCluster(t testing.TB, n int) *cluster {
 		node.CloseClients(cl.inspect)
 		g.Close()
 	})
+	// Give the nodes their fencing ids while all of them are up, as a
+	// deployment does once; tests then pause and kill nodes freely.
+	c, err := redlock.New(cl.clients, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Provision(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return cl
 }
 

@@ -58,7 +58,89 @@ end
 return 0
 `
 
+// fencedAcquireScript is round 1 of a fenced acquisition (docs/fencing.md):
+// the acquisition above, plus a token candidate minted by this node.
+//
+//	KEYS[1] lock key, KEYS[2] release marker, KEYS[3] counter C,
+//	KEYS[4] highest committed token H, KEYS[5] this node's id marker
+//	ARGV[1] value,    ARGV[2] TTL in ms
+//
+// Returns {status, candidate}: status 1 granted, 0 refused, -1 amnesia (the
+// node has no id marker: it lost its data or was never provisioned, and must
+// not take part). The candidate is c*256 + id with c = max(INCR C, H/256 + 1).
+const fencedAcquireScript = `
+local id = redis.call('GET', KEYS[5])
+if not id then return {-1, 0} end
+if redis.call('EXISTS', KEYS[2]) == 1 then return {0, 0} end
+local ok = 0
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  ok = 1
+else
+  local v = redis.pcall('GET', KEYS[1])
+  if type(v) == 'table' and v.err then
+    return redis.error_reply('WRONGTYPE lock key holds a non-string value')
+  end
+  if v == ARGV[1] then ok = 1 end
+end
+local c = redis.call('INCR', KEYS[3])
+local floor = math.floor(tonumber(redis.call('GET', KEYS[4]) or '0') / 256) + 1
+if c < floor then
+  redis.call('SET', KEYS[3], floor)
+  c = floor
+end
+return {ok, c * 256 + tonumber(id)}
+`
+
+// commitScript is round 2: raise H to the token, and report H.
+//
+//	KEYS[1] highest committed token H, KEYS[2] this node's id marker
+//	ARGV[1] the token
+//
+// Returns H after the raise (the token itself, or a higher token someone
+// else committed), or -1 on amnesia.
+const commitScript = `
+if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
+local t = tonumber(ARGV[1])
+local h = tonumber(redis.call('GET', KEYS[1]) or '0')
+if h < t then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return t
+end
+return h
+`
+
+// provisionScript claims an identity for a node: a random uuid (first
+// writer wins), then, once the ids are computed, the id (first writer wins).
+//
+//	KEYS[1] node uuid key, KEYS[2] node id marker
+//	ARGV[1] a fresh uuid, or '' to claim none
+//	ARGV[2] the id to set, or '' to set none
+//
+// Returns {uuid or false, id or false}.
+const provisionScript = `
+if ARGV[1] ~= '' then redis.call('SET', KEYS[1], ARGV[1], 'NX') end
+if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'NX') end
+return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}
+`
+
+// raiseScript raises C and H of one lock name on a node being repaired.
+//
+//	KEYS[1] counter C, KEYS[2] highest committed token H
+//	ARGV[1] the highest committed token a majority holds
+const raiseScript = `
+local h = tonumber(ARGV[1])
+if tonumber(redis.call('GET', KEYS[2]) or '0') < h then redis.call('SET', KEYS[2], ARGV[1]) end
+local c = math.floor(h / 256)
+if tonumber(redis.call('GET', KEYS[1]) or '0') < c then redis.call('SET', KEYS[1], c) end
+return 1
+`
+
 var (
+	fencedAcquireLua = redis.NewScript(fencedAcquireScript)
+	commitLua        = redis.NewScript(commitScript)
+	provisionLua     = redis.NewScript(provisionScript)
+	raiseLua         = redis.NewScript(raiseScript)
+
 	acquireLua = redis.NewScript(acquireScript)
 	releaseLua = redis.NewScript(releaseScript)
 	extendLua  = redis.NewScript(extendScript)
