@@ -98,7 +98,10 @@ type QuorumError struct {
 
 func (e *QuorumError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "redlock: %s %q", e.Op, e.Name)
+	fmt.Fprintf(&b, "redlock: %s", e.Op)
+	if e.Name != "" {
+		fmt.Fprintf(&b, " %q", e.Name)
+	}
 	if e.Kind != nil {
 		b.WriteString(": ")
 		b.WriteString(strings.TrimPrefix(e.Kind.Error(), "redlock: "))

@@ -34,3 +34,44 @@ func (s *StepClock) Now() time.Time {
 }
 
 func (s *StepClock) AfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
+
+// The broken token schemes of docs/fencing.md, for tests that must show
+// their checks can fail.
+type NaiveVariant = naiveVariant
+
+const (
+	NaiveNoCommit      = naiveNoCommit
+	NaiveEarlyValidity = naiveEarlyValidity
+	NaiveNoAbort       = naiveNoAbort
+)
+
+func WithNaiveFencing(v NaiveVariant) Option { return func(c *config) { c.naive = v } }
+
+// SetHookBeforeCommit runs f between round 1 and round 2 of every fenced
+// acquisition of c.
+func SetHookBeforeCommit(c *Client, f func()) { c.testHookBeforeCommit = f }
+
+// ScriptName names the library script an EVAL or EVALSHA command runs.
+func ScriptName(args []any) string {
+	if len(args) < 2 {
+		return ""
+	}
+	body, _ := args[1].(string)
+	for name, s := range map[string]interface{ Hash() string }{
+		"acquire": fencedAcquireLua, "acquire-unfenced": acquireLua, "commit": commitLua,
+		"release": releaseLua, "extend": extendLua, "provision": provisionLua,
+	} {
+		if body == s.Hash() {
+			return name
+		}
+	}
+	for name, src := range map[string]string{
+		"acquire": fencedAcquireScript, "acquire-unfenced": acquireScript, "commit": commitScript,
+		"release": releaseScript, "extend": extendScript, "provision": provisionScript,
+	} {
+		if body == src {
+			return name
+		}
+	}
+	return ""
+}

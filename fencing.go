@@ -192,33 +192,18 @@ func (c *Client) Provision(ctx context.Context) error {
 	}
 	ctx, cancel := c.adminContext(ctx)
 	defer cancel()
-	state, err := c.readIdentities(ctx)
+	state, err := c.provisionedState(ctx)
 	if err != nil {
 		return err
 	}
-	provisioned := slices.ContainsFunc(state, func(n nodeIdentity) bool { return n.id >= 0 })
-	if !provisioned {
+	if !slices.ContainsFunc(state, func(n nodeIdentity) bool { return n.id >= 0 }) {
 		// Fresh: claim uuids everywhere first, then rank them.
 		if state, err = c.identities(ctx, true, nil); err != nil {
 			return err
 		}
 	}
-	var missing []int
-	for i, n := range state {
-		if n.id < 0 {
-			missing = append(missing, i)
-		}
-	}
-	if len(missing) == 0 {
+	if !slices.ContainsFunc(state, func(n nodeIdentity) bool { return n.id < 0 }) {
 		return checkUnique(state)
-	}
-	// A node that has a uuid but no id is one a provisioning client has not
-	// finished yet; one with neither, in a provisioned deployment, has lost
-	// its data.
-	for _, i := range missing {
-		if state[i].uuid == "" {
-			return fmt.Errorf("%w: node %d has no identity in a provisioned deployment; run Repair", ErrAmnesia, i)
-		}
 	}
 	uuids := make([]string, len(state))
 	for i, n := range state {
@@ -227,8 +212,7 @@ func (c *Client) Provision(ctx context.Context) error {
 		}
 		uuids[i] = n.uuid
 	}
-	sorted := slices.Clone(uuids)
-	slices.Sort(sorted)
+	sorted := slices.Sorted(slices.Values(uuids))
 	ids := make([]int, len(state))
 	for i, u := range uuids {
 		ids[i] = slices.Index(sorted, u)
@@ -237,6 +221,34 @@ func (c *Client) Provision(ctx context.Context) error {
 		return err
 	}
 	return checkUnique(state)
+}
+
+// provisionedState reads the identities and rejects a provisioned
+// deployment with an amnesiac node. A node with a uuid but no id is one a
+// provisioning client has not finished yet; one with neither, in a
+// deployment where some node has an id, has lost its data (or is new).
+//
+// The nodes are not read at one instant, so a node read just before a
+// concurrent client claimed its uuid can look empty beside a node that
+// already has its id. Every id is written after every node has its uuid,
+// so a second read, which starts after the first saw that id, settles it.
+func (c *Client) provisionedState(ctx context.Context) ([]nodeIdentity, error) {
+	for try := 0; ; try++ {
+		state, err := c.readIdentities(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(state, func(n nodeIdentity) bool { return n.id >= 0 }) {
+			return state, nil
+		}
+		lost := slices.IndexFunc(state, func(n nodeIdentity) bool { return n.id < 0 && n.uuid == "" })
+		if lost < 0 {
+			return state, nil
+		}
+		if try > 0 {
+			return nil, fmt.Errorf("%w: node %d has no identity in a provisioned deployment; run Repair", ErrAmnesia, lost)
+		}
+	}
 }
 
 // readIdentities reads every node's identity without writing anything.

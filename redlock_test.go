@@ -26,7 +26,25 @@ type cluster struct {
 	inspect []redis.UniversalClient
 }
 
+// startCluster starts n nodes without persistence and gives them their
+// fencing ids while all of them are up, as a deployment does once; tests
+// then pause and kill nodes freely.
 func startCluster(t testing.TB, n int) *cluster {
+	t.Helper()
+	cl := startFreshCluster(t, n)
+	c, err := redlock.New(cl.clients, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Provision(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// startFreshCluster starts n empty nodes.
+func startFreshCluster(t testing.TB, n int) *cluster {
 	t.Helper()
 	g, err := node.StartProcesses(context.Background(), n, node.Config{})
 	if err != nil {
@@ -41,21 +59,11 @@ func startCluster(t testing.TB, n int) *cluster {
 		node.CloseClients(cl.inspect)
 		g.Close()
 	})
-	// Give the nodes their fencing ids while all of them are up, as a
-	// deployment does once; tests then pause and kill nodes freely.
-	c, err := redlock.New(cl.clients, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Provision(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	return cl
 }
 
 // newClient returns a lock client that is closed when the test ends.
-func (cl *cluster) newClient(t *testing.T, opts ...redlock.Option) *redlock.Client {
+func (cl *cluster) newClient(t testing.TB, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
 	c, err := redlock.New(cl.clients, opts...)
 	if err != nil {
@@ -65,7 +73,7 @@ func (cl *cluster) newClient(t *testing.T, opts ...redlock.Option) *redlock.Clie
 	return c
 }
 
-func (cl *cluster) pause(t *testing.T, idx ...int) (resume func()) {
+func (cl *cluster) pause(t testing.TB, idx ...int) (resume func()) {
 	t.Helper()
 	ctx := context.Background()
 	for _, i := range idx {

@@ -1,0 +1,532 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
+)
+
+// faultHook injects faults into the commands of one go-redis client: it is
+// the wire between one lock client and one node.
+type faultHook struct {
+	before func(script string) error // may block; an error fails the command unsent
+	after  func(script string)       // runs once the node has answered
+}
+
+var errLinkCut = errors.New("test: link cut")
+
+// cut fails every command: the link between this client and the node is down.
+func cut() *faultHook { return &faultHook{before: func(string) error { return errLinkCut }} }
+
+// cutScript fails only the given script.
+func cutScript(name string) *faultHook {
+	return &faultHook{before: func(s string) error {
+		if s == name {
+			return errLinkCut
+		}
+		return nil
+	}}
+}
+
+func (h *faultHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *faultHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		name := redlock.ScriptName(cmd.Args())
+		if h.before != nil {
+			if err := h.before(name); err != nil {
+				cmd.SetErr(err)
+				return err
+			}
+		}
+		err := next(ctx, cmd)
+		if h.after != nil && (err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT")) {
+			h.after(name)
+		}
+		return err
+	}
+}
+
+// actor is one lock client with its own wires to the nodes, so that faults
+// can be injected on its links alone.
+func (cl *cluster) actor(t *testing.T, hooks []*faultHook, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	clients := make([]redis.UniversalClient, len(cl.nodes))
+	for i, n := range cl.nodes {
+		rc := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
+		if i < len(hooks) && hooks[i] != nil {
+			rc.AddHook(hooks[i])
+		}
+		clients[i] = rc
+	}
+	c, err := redlock.New(clients, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		node.CloseClients(clients)
+	})
+	return c
+}
+
+// op is one acquisition in a history: when it was invoked, when it
+// returned, and the token it got.
+type op struct {
+	invoke, ret time.Time
+	token       uint64
+}
+
+// checkTokens reports violations of uniqueness (U) and real-time order
+// (M1: an acquisition that returned before another was invoked has the
+// smaller token) in a history of successful acquisitions.
+func checkTokens(ops []op) []string {
+	var bad []string
+	seen := map[uint64]bool{}
+	for _, o := range ops {
+		if seen[o.token] {
+			bad = append(bad, fmt.Sprintf("token %d issued twice", o.token))
+		}
+		seen[o.token] = true
+	}
+	byInvoke := slices.Clone(ops)
+	slices.SortFunc(byInvoke, func(a, b op) int { return a.invoke.Compare(b.invoke) })
+	byRet := slices.Clone(ops)
+	slices.SortFunc(byRet, func(a, b op) int { return a.ret.Compare(b.ret) })
+	var maxDone uint64
+	j := 0
+	for _, b := range byInvoke {
+		for j < len(byRet) && byRet[j].ret.Before(b.invoke) {
+			maxDone = max(maxDone, byRet[j].token)
+			j++
+		}
+		if j > 0 && b.token <= maxDone {
+			bad = append(bad, fmt.Sprintf("token %d issued after %d had been returned", b.token, maxDone))
+		}
+	}
+	return bad
+}
+
+func TestCheckTokensCatchesViolations(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	if bad := checkTokens([]op{{at(0), at(1), 5}, {at(2), at(3), 6}, {at(2), at(4), 7}}); len(bad) != 0 {
+		t.Fatalf("a good history was flagged: %v", bad)
+	}
+	if bad := checkTokens([]op{{at(0), at(1), 5}, {at(2), at(3), 4}}); len(bad) != 1 {
+		t.Fatalf("a token that went backwards was not caught: %v", bad)
+	}
+	if bad := checkTokens([]op{{at(0), at(3), 5}, {at(1), at(2), 5}}); len(bad) != 1 {
+		t.Fatalf("a duplicate token was not caught: %v", bad)
+	}
+}
+
+func TestTokensAreUniqueAndFollowRealTime(t *testing.T) {
+	cl := startCluster(t, 5)
+	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithNodeTimeout(time.Second),
+		redlock.WithRetryDelay(time.Millisecond, 20*time.Millisecond)}
+	ctx := context.Background()
+	var (
+		mu  sync.Mutex
+		ops []op
+	)
+	acquire := func(t *testing.T, c *redlock.Client, name string) {
+		inv := time.Now()
+		l, err := c.Lock(ctx, name)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		ret := time.Now()
+		if l.Token() == 0 || l.Token() >= 1<<53 {
+			t.Errorf("token %d out of range", l.Token())
+		}
+		mu.Lock()
+		ops = append(ops, op{inv, ret, l.Token()})
+		mu.Unlock()
+		if err := l.Unlock(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	check := func(t *testing.T, want int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(ops) != want {
+			t.Fatalf("%d acquisitions, want %d", len(ops), want)
+		}
+		if bad := checkTokens(ops); len(bad) > 0 {
+			t.Fatalf("%d violations, first: %s", len(bad), bad[0])
+		}
+		ops = nil
+	}
+
+	t.Run("sequential", func(t *testing.T) {
+		c := cl.newClient(t, opts...)
+		for range 1000 {
+			acquire(t, c, "seq")
+		}
+		check(t, 1000)
+	})
+	t.Run("concurrent on one key", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for range 8 {
+			c := cl.newClient(t, opts...) // separate clients, as separate processes would be
+			wg.Go(func() {
+				for range 150 {
+					acquire(t, c, "conc")
+				}
+			})
+		}
+		wg.Wait()
+		check(t, 1200)
+	})
+	t.Run("rotating minority paused", func(t *testing.T) {
+		c := cl.newClient(t, append(opts, redlock.WithNodeTimeout(200*time.Millisecond))...)
+		var wg sync.WaitGroup
+		for round := range 5 {
+			resume := cl.pause(t, round%5, (round+2)%5)
+			for range 4 {
+				wg.Go(func() {
+					for range 50 {
+						acquire(t, c, "rot")
+					}
+				})
+			}
+			wg.Wait()
+			resume()
+		}
+		check(t, 1000)
+	})
+}
+
+// withCounter sets the fencing counter of a lock name on one node, to
+// recreate the states of the counterexamples.
+func (cl *cluster) withCounter(t *testing.T, name string, i int, c int) {
+	t.Helper()
+	if err := cl.inspect[i].Set(context.Background(), "redlock:{"+name+"}:fence:counter", c, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Counterexample 1 of docs/fencing.md: tokens as the max of INCR replies,
+// never written back. Two sequential acquisitions over different majorities
+// get decreasing tokens.
+func TestCounterexample1MaxOfIncrGoesBackwards(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		variant []redlock.Option
+		broken  bool
+	}{
+		{"quorum tokens", nil, false},
+		{"naive max of INCR", []redlock.Option{redlock.WithNaiveFencing(redlock.NaiveNoCommit)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := startCluster(t, 3)
+			cl.withCounter(t, "ce1", 0, 7)
+			opts := append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, tc.variant...)
+			ctx := context.Background()
+
+			a := cl.actor(t, []*faultHook{nil, nil, cut()}, opts...) // A reaches n0, n1
+			la, err := a.TryLock(ctx, "ce1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := la.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			b := cl.actor(t, []*faultHook{cut(), nil, nil}, opts...) // B, later, reaches n1, n2
+			lb, err := b.TryLock(ctx, "ce1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lb.Unlock(ctx)
+			went := lb.Token() <= la.Token()
+			t.Logf("A got %d, then B got %d", la.Token(), lb.Token())
+			if went != tc.broken {
+				t.Fatalf("token went backwards = %v, want %v (A %d, B %d)", went, tc.broken, la.Token(), lb.Token())
+			}
+		})
+	}
+}
+
+// Counterexamples 2 and 3 of docs/fencing.md, replayed with the exact
+// message order:
+//
+//   - B's round 1 reaches n1 first; its message to n2 is held back.
+//   - A is refused by n1, granted on n0 and n2, commits its token on n0 and
+//     n1 (its commit to n2 is lost), and unlocks: its lease has ended.
+//   - B's held message reaches n2. B is granted on n1 and n2 with
+//     candidates minted before A's commit reached them.
+//
+// The quorum algorithm sees A's token on n1 in round 2 and aborts B. Without
+// the abort rule (3), B holds a token smaller than one committed before it
+// was granted (M2); with the validity checked after round 1 as well (2), B's
+// lease follows A's with a smaller token (LO).
+func TestCounterexamples2And3DelayedRoundOne(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		variant []redlock.Option
+		broken  bool
+	}{
+		{"quorum tokens", nil, false},
+		{"naive validity after round 1 (2)", []redlock.Option{redlock.WithNaiveFencing(redlock.NaiveEarlyValidity)}, true},
+		{"naive no abort rule (3)", []redlock.Option{redlock.WithNaiveFencing(redlock.NaiveNoAbort)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := startCluster(t, 3)
+			cl.withCounter(t, "ce", 0, 7)
+			opts := append([]redlock.Option{redlock.WithTTL(30 * time.Second), redlock.WithNodeTimeout(10 * time.Second)}, tc.variant...)
+			ctx := context.Background()
+
+			bReachedN1 := make(chan struct{})
+			releaseN2 := make(chan struct{})
+			var once sync.Once
+			b := cl.actor(t, []*faultHook{
+				cut(),
+				{after: func(s string) {
+					if s == "acquire" {
+						once.Do(func() { close(bReachedN1) })
+					}
+				}},
+				{before: func(s string) error {
+					if s == "acquire" {
+						<-releaseN2
+					}
+					return nil
+				}},
+			}, opts...)
+			a := cl.actor(t, []*faultHook{nil, nil, cutScript("commit")}, opts...)
+
+			type result struct {
+				l   *redlock.Lock
+				err error
+			}
+			bDone := make(chan result, 1)
+			go func() {
+				l, err := b.TryLock(ctx, "ce")
+				bDone <- result{l, err}
+			}()
+			<-bReachedN1
+
+			la, err := a.TryLock(ctx, "ce")
+			if err != nil {
+				close(releaseN2)
+				t.Fatalf("A: %v", err)
+			}
+			if err := la.Unlock(ctx); err != nil {
+				close(releaseN2)
+				t.Fatalf("A unlock: %v", err)
+			}
+			close(releaseN2)
+			rb := <-bDone
+
+			if rb.err == nil {
+				defer rb.l.Unlock(ctx)
+				t.Logf("A committed %d and unlocked; B was then granted with %d", la.Token(), rb.l.Token())
+			} else {
+				t.Logf("A committed %d and unlocked; B: %v", la.Token(), rb.err)
+			}
+			broken := rb.err == nil && rb.l.Token() <= la.Token()
+			if broken != tc.broken {
+				t.Fatalf("B granted with a smaller token = %v, want %v (B: %v)", broken, tc.broken, rb.err)
+			}
+			if !tc.broken && rb.err != nil && !errors.Is(rb.err, redlock.ErrSuperseded) {
+				t.Errorf("B failed with %v, want ErrSuperseded", rb.err)
+			}
+		})
+	}
+}
+
+func TestClientPausedBetweenRoundsGetsNoToken(t *testing.T) {
+	cl := startCluster(t, 5)
+	const ttl = 300 * time.Millisecond
+	c := cl.newClient(t, redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond))
+	redlock.SetHookBeforeCommit(c, func() { time.Sleep(ttl + 100*time.Millisecond) })
+	l, err := c.TryLock(context.Background(), "paused")
+	if !errors.Is(err, redlock.ErrNoValidity) || l != nil {
+		t.Fatalf("TryLock with a pause longer than the TTL between rounds: %v, %v; want ErrNoValidity", l, err)
+	}
+	c.Close()
+	for i, v := range cl.holders(t, "paused") {
+		if v != "" {
+			t.Errorf("node %d holds %q", i, v)
+		}
+	}
+}
+
+func TestProvisioningConverges(t *testing.T) {
+	cl := startFreshCluster(t, 5)
+	ctx := context.Background()
+	const clients = 8
+	ids := make([][]int, clients)
+	var wg sync.WaitGroup
+	for k := range clients {
+		c := cl.newClient(t, redlock.WithNodeTimeout(2*time.Second))
+		wg.Go(func() {
+			if err := c.Provision(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			var err error
+			if ids[k], err = c.NodeIDs(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for k := range clients {
+		if !slices.Equal(ids[k], ids[0]) {
+			t.Fatalf("client %d sees ids %v, client 0 %v", k, ids[k], ids[0])
+		}
+	}
+	sorted := slices.Sorted(slices.Values(ids[0]))
+	if !slices.Equal(sorted, []int{0, 1, 2, 3, 4}) {
+		t.Fatalf("ids %v, want a permutation of 0..4", ids[0])
+	}
+}
+
+func TestFreshDeploymentIsProvisionedOnFirstLock(t *testing.T) {
+	cl := startFreshCluster(t, 3)
+	c := cl.newClient(t)
+	l, err := c.TryLock(context.Background(), "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(context.Background())
+	if l.Token() == 0 {
+		t.Fatal("no token")
+	}
+	ids, err := c.NodeIDs(context.Background())
+	if err != nil || slices.Contains(ids, -1) {
+		t.Fatalf("ids %v, %v", ids, err)
+	}
+}
+
+// A node restarted without its data is the single node where A's commit
+// majority and B's majority meet. Without the amnesia guard B would get a
+// smaller token; with it the node is left out until Repair raises its
+// counters.
+func TestAmnesiacNodeIsExcludedUntilRepaired(t *testing.T) {
+	cl := startCluster(t, 3) // no persistence: a restart comes back empty
+	ctx := context.Background()
+	opts := []redlock.Option{redlock.WithNodeTimeout(time.Second)}
+	a := cl.actor(t, []*faultHook{nil, nil, cut()}, opts...)
+	for range 20 { // A's tokens climb on n0 and n1 only
+		l, err := a.TryLock(ctx, "amnesia")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Unlock(ctx)
+	}
+	la, err := a.TryLock(ctx, "amnesia")
+	if err != nil {
+		t.Fatal(err)
+	}
+	la.Unlock(ctx)
+
+	if err := cl.nodes[1].Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.nodes[1].Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := cl.actor(t, []*faultHook{cut(), nil, nil}, opts...) // B's majority must be n1, n2
+	_, err = b.TryLock(ctx, "amnesia")
+	if !errors.Is(err, redlock.ErrUnavailable) {
+		t.Fatalf("B through the amnesiac node: %v, want ErrUnavailable", err)
+	}
+	if got := quorumError(t, err).Nodes[1].Outcome; got != redlock.NodeAmnesiac {
+		t.Fatalf("n1 outcome %v, want amnesiac", got)
+	}
+	// Explicit Provision must not paper over amnesia either.
+	if err := cl.newClient(t).Provision(ctx); !errors.Is(err, redlock.ErrAmnesia) {
+		t.Fatalf("Provision with an amnesiac node: %v, want ErrAmnesia", err)
+	}
+
+	if err := cl.newClient(t).Repair(ctx, 1); err != nil {
+		t.Fatalf("Repair: %v", err)
+	}
+	lb, err := b.TryLock(ctx, "amnesia")
+	if err != nil {
+		t.Fatalf("B after repair: %v", err)
+	}
+	defer lb.Unlock(ctx)
+	if lb.Token() <= la.Token() {
+		t.Fatalf("after repair B got %d, not above A's %d", lb.Token(), la.Token())
+	}
+	ids, err := cl.newClient(t).NodeIDs(ctx)
+	if err != nil || slices.Contains(ids, -1) || len(slices.Compact(slices.Sorted(slices.Values(ids)))) != 3 {
+		t.Fatalf("ids after repair %v, %v", ids, err)
+	}
+}
+
+// The same placement with the node's id merely put back, the way a naive
+// operator would: this is the failure the guard and Repair prevent, and it
+// shows the test above can fail.
+func TestAmnesiacNodeRestoredWithoutRepairBreaksTokens(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	id, err := cl.inspect[1].Get(ctx, "redlock:node-id").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []redlock.Option{redlock.WithNodeTimeout(time.Second)}
+	a := cl.actor(t, []*faultHook{nil, nil, cut()}, opts...)
+	var la *redlock.Lock
+	for range 20 {
+		if la, err = a.TryLock(ctx, "amnesia"); err != nil {
+			t.Fatal(err)
+		}
+		la.Unlock(ctx)
+	}
+	cl.nodes[1].Kill(ctx)
+	cl.nodes[1].Start(ctx)
+	cl.inspect[1].Set(ctx, "redlock:node-id", id, 0) // no repair
+	b := cl.actor(t, []*faultHook{cut(), nil, nil}, opts...)
+	lb, err := b.TryLock(ctx, "amnesia")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Unlock(ctx)
+	if lb.Token() > la.Token() {
+		t.Fatalf("B got %d > A's %d: the placement did not exercise the lost counter", lb.Token(), la.Token())
+	}
+}
+
+func TestWithoutFencing(t *testing.T) {
+	cl := startFreshCluster(t, 3)
+	c := cl.newClient(t, redlock.WithoutFencing())
+	l, err := c.TryLock(context.Background(), "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(context.Background())
+	if l.Token() != 0 {
+		t.Errorf("token %d without fencing", l.Token())
+	}
+	if n, _ := cl.inspect[0].Exists(context.Background(), "redlock:node-id", "redlock:{plain}:fence:counter").Result(); n != 0 {
+		t.Errorf("unfenced lock wrote fencing state (%d keys)", n)
+	}
+
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cl.nodes[0].Addr()}})
+	defer cluster.Close()
+	if _, err := redlock.New([]redis.UniversalClient{cluster}); !errors.Is(err, redlock.ErrFencingNode) {
+		t.Errorf("fenced client over a Cluster client: %v, want ErrFencingNode", err)
+	}
+	if c, err := redlock.New([]redis.UniversalClient{cluster}, redlock.WithoutFencing()); err != nil {
+		t.Errorf("unfenced client over a Cluster client: %v", err)
+	} else {
+		c.Close()
+	}
+}
