@@ -1,0 +1,88 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/fence"
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
+)
+
+// exampleNodes starts five local redis-server processes (the examples run
+// them for real) and returns clients for them.
+func exampleNodes() ([]redis.UniversalClient, func()) {
+	g, err := node.StartProcesses(context.Background(), 5, node.Config{})
+	if err != nil {
+		panic(err)
+	}
+	clients := g.NewClients()
+	return clients, func() {
+		node.CloseClients(clients)
+		g.Close()
+	}
+}
+
+func ExampleClient_Do() {
+	nodes, stop := exampleNodes() // five independent masters
+	defer stop()
+
+	c, err := redlock.New(nodes, redlock.WithTTL(10*time.Second))
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+
+	err = c.Do(context.Background(), "migrations", func(ctx context.Context, l *redlock.Lock) error {
+		// Runs on one process at a time. The lock is extended while this runs;
+		// ctx is cancelled, with cause redlock.ErrLockLost, if it cannot be.
+		fmt.Println("migrating under token", l.Token() > 0)
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// migrating under token true
+	// done: <nil>
+}
+
+func ExampleClient_TryLock() {
+	nodes, stop := exampleNodes()
+	defer stop()
+	c, _ := redlock.New(nodes)
+	defer c.Close()
+	ctx := context.Background()
+
+	l, _ := c.TryLock(ctx, "report")
+	defer l.Unlock(ctx)
+
+	_, err := c.TryLock(ctx, "report")
+	fmt.Println(errors.Is(err, redlock.ErrLocked), errors.Is(err, redlock.ErrUnavailable))
+	// Output: true false
+}
+
+// A holder that was paused past its lease comes back and writes with its
+// old token: the store turns it away.
+func ExampleLock_Token() {
+	nodes, stop := exampleNodes()
+	defer stop()
+	c, _ := redlock.New(nodes)
+	defer c.Close()
+	ctx := context.Background()
+	store := &fence.Memory{} // the protected service's fence
+
+	a, _ := c.Lock(ctx, "invoice:7")
+	a.Unlock(ctx) // stands for A's lease running out while A is paused (GC, swap)
+
+	b, _ := c.Lock(ctx, "invoice:7")
+	defer b.Unlock(ctx)
+	fmt.Println("B writes:", store.Admit(ctx, "invoice:7", b.Token(), ""))
+
+	err := store.Admit(ctx, "invoice:7", a.Token(), "") // A wakes up
+	fmt.Println("A writes:", errors.Is(err, fence.ErrStale))
+	// Output:
+	// B writes: <nil>
+	// A writes: true
+}
