@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/fence"
 	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
@@ -69,6 +70,9 @@ func run(workers, rounds int) error {
 	if err := phase(ctx, c, "n3, n4 paused (SIGSTOP)", workers, rounds); err != nil {
 		return err
 	}
+	if err := pausedHolder(ctx, clients); err != nil {
+		return err
+	}
 	if err := nodes[2].Pause(ctx); err != nil {
 		return err
 	}
@@ -82,6 +86,40 @@ func run(workers, rounds int) error {
 		}
 	}
 	return nil
+}
+
+// pausedHolder shows fencing: A's lease runs out while A is stopped, B
+// takes the lock, and A's late write is refused by the store.
+func pausedHolder(ctx context.Context, clients []redis.UniversalClient) error {
+	const ttl = 300 * time.Millisecond
+	c, err := redlock.New(clients, redlock.WithTTL(ttl), redlock.WithNodeTimeout(50*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	store := &fence.Memory{}
+	a, err := c.Lock(ctx, "invoice:7")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nA holds invoice:7 with token %d, then stops for %v (GC, swap)...\n", a.Token(), 2*ttl)
+	time.Sleep(2 * ttl)
+	b, err := c.Lock(ctx, "invoice:7")
+	if err != nil {
+		return err
+	}
+	defer b.Unlock(ctx)
+	fmt.Printf("B takes the lock with token %d; B writes: %v\n", b.Token(), errString(store.Admit(ctx, "invoice:7", b.Token(), "B")))
+	fmt.Printf("A wakes up and writes with token %d: %v\n", a.Token(), errString(store.Admit(ctx, "invoice:7", a.Token(), "A")))
+	fmt.Printf("A's Unlock: %v\n", errString(a.Unlock(ctx)))
+	return nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
 }
 
 // phase runs workers goroutines that each take the lock rounds times and
