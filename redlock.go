@@ -39,8 +39,8 @@ type Client struct {
 // replicas of each other). Any go-redis client works: a plain client, a
 // failover (Sentinel) client, or a cluster client standing for one node.
 //
-// A lock needs a majority, N/2+1 nodes. An odd N is best: five nodes
-// tolerate two failures, and six nodes also tolerate only two.
+// A lock needs a majority, N/2+1 nodes. An even N works, but tolerates no
+// more failures than N-1 nodes would: six nodes, like five, survive two.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, ErrNoNodes
