@@ -11,11 +11,16 @@ export CGO_ENABLED := 1
 
 all: lint test
 
-## deps: install redis-server when it is missing.
+## deps: install redis-server, and libfaketime and gcc for clock faults, when missing.
 deps:
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo "installing redis-server"; \
-		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server >/dev/null; }
+	@missing=""; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
+	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing="$$missing faketime"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
 	@redis-server --version
 
 ## test: the whole suite against real redis-server processes, race detector on.

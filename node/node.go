@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -40,6 +41,17 @@ type Node interface {
 	Pause(ctx context.Context) error
 	// Resume continues a paused server (SIGCONT).
 	Resume(ctx context.Context) error
+
+	// Cut isolates the node from every client until Heal: bytes are held,
+	// not dropped, and delivered after Heal, as TCP retransmission does.
+	Cut(ctx context.Context) error
+	// Heal ends a Cut.
+	Heal(ctx context.Context) error
+	// SetLatency adds d of delay to every exchange with the node; 0 removes it.
+	SetLatency(ctx context.Context, d time.Duration) error
+	// JumpClock moves the node's wall clock by d, forwards or backwards, on
+	// top of earlier jumps. Redis expires keys by this clock.
+	JumpClock(ctx context.Context, d time.Duration) error
 
 	// Close stops the node for good and deletes its data.
 	Close() error
@@ -89,6 +101,9 @@ var (
 	// ErrState: the fault does not apply in the node's current state (for
 	// example Resume on a node that is not paused).
 	ErrState = errors.New("node: wrong state for this operation")
+	// ErrNotEnabled: the fault needs an option the node was not started
+	// with (Config.Proxy for links, Config.FakeClock for clocks).
+	ErrNotEnabled = errors.New("node: fault not enabled for this node")
 	// ErrClosed: the node was closed.
 	ErrClosed = errors.New("node: closed")
 )

@@ -33,6 +33,11 @@ type Config struct {
 	Env []string
 	// StartTimeout bounds the wait for the server to answer PING (default 10s).
 	StartTimeout time.Duration
+	// Proxy puts a TCP relay in front of the node, so that Cut, Heal and
+	// SetLatency work. Addr is then the relay's address.
+	Proxy bool
+	// FakeClock runs the server under libfaketime, so that JumpClock works.
+	FakeClock bool
 }
 
 type procState int
@@ -50,6 +55,11 @@ type Process struct {
 	binary string
 	dir    string
 	port   int
+	proxy  *proxy   // nil unless cfg.Proxy
+	clock  []string // libfaketime environment, nil unless cfg.FakeClock
+
+	clockMu     sync.Mutex
+	clockOffset time.Duration
 
 	mu     sync.Mutex
 	state  procState
@@ -81,6 +91,12 @@ func StartProcess(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
 	p := &Process{cfg: cfg, binary: path, dir: dir}
+	if cfg.FakeClock {
+		if p.clock, err = fakeTimeEnv(dir, p.offsetFile()); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	// A free port can be taken by someone else between our probe and the
 	// server's bind; a few tries make that race harmless.
 	for try := 0; ; try++ {
@@ -92,8 +108,11 @@ func StartProcess(ctx context.Context, cfg Config) (*Process, error) {
 			break
 		}
 	}
+	if err == nil && cfg.Proxy {
+		p.proxy, err = startProxy(p.DirectAddr())
+	}
 	if err != nil {
-		os.RemoveAll(dir)
+		p.Close()
 		return nil, err
 	}
 	return p, nil
@@ -109,7 +128,19 @@ func freePort() (int, error) {
 }
 
 func (p *Process) Name() string { return p.cfg.Name }
-func (p *Process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
+
+// Addr is where clients connect: the relay if there is one, else the server.
+func (p *Process) Addr() string {
+	if p.proxy != nil {
+		return p.proxy.addr()
+	}
+	return p.DirectAddr()
+}
+
+// DirectAddr is the server's own address, bypassing the relay.
+func (p *Process) DirectAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
+
+func (p *Process) offsetFile() string { return filepath.Join(p.dir, "faketime-offset") }
 
 // Dir is the node's data directory.
 func (p *Process) Dir() string { return p.dir }
@@ -144,7 +175,7 @@ func (p *Process) Start(ctx context.Context) error {
 	args = append(args, p.cfg.Args...)
 	cmd := exec.Command(p.binary, args...)
 	cmd.Dir = p.dir
-	cmd.Env = append(os.Environ(), p.cfg.Env...)
+	cmd.Env = append(append(os.Environ(), p.clock...), p.cfg.Env...)
 	cmd.SysProcAttr = sysProcAttr()
 	// The parent-death signal is tied to the OS thread that forks: keep this
 	// goroutine on one thread while it does, so the signal means "the test
@@ -172,7 +203,7 @@ func (p *Process) Start(ctx context.Context) error {
 func (p *Process) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
 	defer cancel()
-	c := p.NewClient()
+	c := redis.NewClient(&redis.Options{Addr: p.DirectAddr(), MaxRetries: -1})
 	defer c.Close()
 	for {
 		pingCtx, pingCancel := context.WithTimeout(ctx, 200*time.Millisecond)
@@ -275,5 +306,54 @@ func (p *Process) Close() error {
 		err = p.killLocked(context.Background())
 	}
 	p.state = closed
+	if p.proxy != nil {
+		p.proxy.close()
+	}
 	return errors.Join(err, os.RemoveAll(p.dir))
+}
+
+// Cut stalls every byte between clients and the node until Heal: a
+// partition that isolates the node. Needs Config.Proxy.
+func (p *Process) Cut(context.Context) error {
+	if p.proxy == nil {
+		return fmt.Errorf("%w: node %s was started without Proxy", ErrNotEnabled, p.cfg.Name)
+	}
+	p.proxy.setCut(true)
+	return nil
+}
+
+// Heal ends a Cut; held bytes are delivered.
+func (p *Process) Heal(context.Context) error {
+	if p.proxy == nil {
+		return fmt.Errorf("%w: node %s was started without Proxy", ErrNotEnabled, p.cfg.Name)
+	}
+	p.proxy.setCut(false)
+	return nil
+}
+
+// SetLatency delays every chunk in each direction by d (0 removes it).
+// Needs Config.Proxy.
+func (p *Process) SetLatency(_ context.Context, d time.Duration) error {
+	if p.proxy == nil {
+		return fmt.Errorf("%w: node %s was started without Proxy", ErrNotEnabled, p.cfg.Name)
+	}
+	p.proxy.setLatency(d)
+	return nil
+}
+
+// JumpClock moves the node's wall clock by d (negative: backwards), on top
+// of earlier jumps; it takes effect at once, restarts included. Needs
+// Config.FakeClock.
+func (p *Process) JumpClock(_ context.Context, d time.Duration) error {
+	if p.clock == nil {
+		return fmt.Errorf("%w: node %s was started without FakeClock", ErrNotEnabled, p.cfg.Name)
+	}
+	p.clockMu.Lock()
+	defer p.clockMu.Unlock()
+	p.clockOffset += d
+	tmp := p.offsetFile() + ".tmp"
+	if err := os.WriteFile(tmp, []byte(fmt.Sprintf("%+.3f\n", p.clockOffset.Seconds())), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p.offsetFile())
 }
