@@ -1,0 +1,293 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/node"
+)
+
+// Expect is what a scenario should do to mutual exclusion without fencing.
+type Expect int
+
+const (
+	Holds    Expect = iota // no two holders overlap
+	Expected               // holders overlap; the run must show it, or it tested nothing
+	Possible               // holders may overlap
+)
+
+func (e Expect) String() string { return [...]string{"holds", "overlap expected", "overlap possible"}[e] }
+
+// Scenario is a fault schedule.
+type Scenario struct {
+	Name        string
+	Fault       string // what it does, in a phrase
+	Unfenced    Expect // mutual exclusion without fencing
+	Persistence node.Persistence
+	// Inject runs alongside the workload until ctx ends.
+	Inject func(ctx context.Context, e *Env) error
+}
+
+// Env is what a scenario's Inject works with.
+type Env struct {
+	Nodes  node.Group
+	TTL    time.Duration
+	h      *History
+	w      *workload
+	admin  *redlock.Client
+	fenced bool
+}
+
+// Sleep waits d or until ctx ends; false if ctx ended.
+func (e *Env) Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Do runs one fault on the given nodes and records it; end, if not nil,
+// undoes it after d (or when ctx ends) and closes the record.
+func (e *Env) Do(ctx context.Context, nodes []int, what string, do, undo func(node.Node) error, d time.Duration) error {
+	target := ""
+	for i, n := range nodes {
+		if i > 0 {
+			target += ","
+		}
+		target += e.Nodes[n].Name()
+	}
+	rec := e.h.addFault(Fault{At: e.w.now(), Target: target, What: what})
+	for _, n := range nodes {
+		if err := do(e.Nodes[n]); err != nil {
+			return fmt.Errorf("%s %s: %w", what, e.Nodes[n].Name(), err)
+		}
+	}
+	if undo == nil {
+		return nil
+	}
+	e.Sleep(ctx, d)
+	var errs []error
+	for _, n := range nodes {
+		errs = append(errs, undo(e.Nodes[n]))
+	}
+	e.h.endFault(rec, e.w.now())
+	return errors.Join(errs...)
+}
+
+// PauseNextHolder makes the next worker that acquires the lock stop for d
+// right after acquiring, before it touches the store. It returns once a
+// worker has taken the pause.
+func (e *Env) PauseNextHolder(ctx context.Context, d time.Duration) bool {
+	select {
+	case e.w.pauses <- d:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// WaitHeld waits until some worker is inside its critical section.
+func (e *Env) WaitHeld(ctx context.Context) bool {
+	for e.w.inCS.Load() == 0 {
+		if !e.Sleep(ctx, time.Millisecond) {
+			return false
+		}
+	}
+	return true
+}
+
+// Repair brings back a node restarted without its data (fenced runs).
+func (e *Env) Repair(ctx context.Context, i int) error {
+	if !e.fenced {
+		return nil
+	}
+	rec := e.h.addFault(Fault{At: e.w.now(), Target: e.Nodes[i].Name(), What: "repaired"})
+	err := e.admin.Repair(ctx, i)
+	e.h.endFault(rec, e.w.now())
+	return err
+}
+
+func (e *Env) healAll(ctx context.Context) {
+	for _, n := range e.Nodes {
+		n.Heal(ctx)
+		n.SetLatency(ctx, 0)
+		n.Resume(ctx)
+	}
+}
+
+func pause(n node.Node) error  { return n.Pause(context.Background()) }
+func resume(n node.Node) error { return n.Resume(context.Background()) }
+func cut(n node.Node) error    { return n.Cut(context.Background()) }
+func heal(n node.Node) error   { return n.Heal(context.Background()) }
+func kill(n node.Node) error   { return n.Kill(context.Background()) }
+func start(n node.Node) error  { return n.Start(context.Background()) }
+func jump(d time.Duration) func(node.Node) error {
+	return func(n node.Node) error { return n.JumpClock(context.Background(), d) }
+}
+func latency(d time.Duration) func(node.Node) error {
+	return func(n node.Node) error { return n.SetLatency(context.Background(), d) }
+}
+
+// Scenarios is the table of docs/chaos.md, in order.
+var Scenarios = []Scenario{
+	{
+		Name: "minority-down", Fault: "2 of 5 nodes paused, then killed and restarted with their data",
+		Unfenced: Holds, Persistence: node.PersistAOFAlways,
+		Inject: func(ctx context.Context, e *Env) error {
+			for ctx.Err() == nil {
+				if err := e.Do(ctx, []int{3, 4}, "paused", pause, resume, e.TTL*3/2); err != nil {
+					return err
+				}
+				e.Sleep(ctx, e.TTL/2)
+				if err := e.Do(ctx, []int{4}, "killed, restarted with data", kill, start, e.TTL/2); err != nil {
+					return err
+				}
+				e.Sleep(ctx, e.TTL/2)
+			}
+			return nil
+		},
+	},
+	{
+		Name: "client-pause", Fault: "a holder stops for 2x TTL right after acquiring",
+		Unfenced: Expected,
+		Inject: func(ctx context.Context, e *Env) error {
+			for e.Sleep(ctx, e.TTL/2) && e.PauseNextHolder(ctx, 2*e.TTL) {
+				e.Sleep(ctx, 2*e.TTL)
+			}
+			return nil
+		},
+	},
+	{
+		Name: "clock-forward", Fault: "n0-n2 clocks jump 2x TTL forward while a lock is held; n3, n4 cut off",
+		Unfenced: Expected,
+		Inject: func(ctx context.Context, e *Env) error {
+			if err := e.Do(ctx, []int{3, 4}, "cut off", cut, nil, 0); err != nil {
+				return err
+			}
+			for e.WaitHeld(ctx) && e.Sleep(ctx, e.TTL/20) {
+				if err := e.Do(ctx, []int{0, 1, 2}, "clock +2xTTL", jump(2*e.TTL), nil, 0); err != nil {
+					return err
+				}
+				e.Sleep(ctx, e.TTL)
+			}
+			return nil
+		},
+	},
+	{
+		Name: "clock-backward", Fault: "n0-n2 clocks jump 2x TTL back while a lock is held",
+		Unfenced: Holds,
+		Inject: func(ctx context.Context, e *Env) error {
+			for e.WaitHeld(ctx) && e.Sleep(ctx, e.TTL/20) {
+				if err := e.Do(ctx, []int{0, 1, 2}, "clock -2xTTL", jump(-2*e.TTL), nil, 0); err != nil {
+					return err
+				}
+				e.Sleep(ctx, e.TTL)
+			}
+			return nil
+		},
+	},
+	{
+		Name: "restart-empty", Fault: "a node killed and restarted at once without its data",
+		Unfenced: Possible, Persistence: node.PersistNone,
+		Inject: func(ctx context.Context, e *Env) error {
+			for i := 0; ctx.Err() == nil; i = (i + 1) % 2 {
+				if !e.WaitHeld(ctx) {
+					return nil
+				}
+				if err := e.Do(ctx, []int{i}, "killed, restarted empty", kill, start, 0); err != nil {
+					return err
+				}
+				e.Sleep(ctx, e.TTL) // the empty node stays out of fenced quorums meanwhile
+				if err := e.Repair(ctx, i); err != nil && ctx.Err() == nil {
+					return err
+				}
+				e.Sleep(ctx, e.TTL/2)
+			}
+			return nil
+		},
+	},
+	{
+		Name: "restart-delayed", Fault: "a node killed and restarted empty after 2x TTL",
+		Unfenced: Holds, Persistence: node.PersistNone,
+		Inject: func(ctx context.Context, e *Env) error {
+			for i := 0; ctx.Err() == nil; i = (i + 1) % 2 {
+				if err := e.Do(ctx, []int{i}, "killed, restarted empty later", kill, start, 2*e.TTL); err != nil {
+					return err
+				}
+				if err := e.Repair(ctx, i); err != nil && ctx.Err() == nil {
+					return err
+				}
+				e.Sleep(ctx, e.TTL/2)
+			}
+			return nil
+		},
+	},
+	{
+		Name: "slow-links", Fault: "n1, n2 slowed by 20ms; links to n3, n4 cut and healed during acquisitions",
+		Unfenced: Holds,
+		Inject: func(ctx context.Context, e *Env) error {
+			if err := e.Do(ctx, []int{1, 2}, "latency 20ms", latency(20*time.Millisecond), nil, 0); err != nil {
+				return err
+			}
+			for ctx.Err() == nil {
+				if err := e.Do(ctx, []int{3}, "cut off", cut, heal, e.TTL/3); err != nil {
+					return err
+				}
+				if err := e.Do(ctx, []int{4}, "cut off", cut, heal, e.TTL/3); err != nil {
+					return err
+				}
+				if err := e.Do(ctx, []int{3, 4}, "cut off", cut, heal, e.TTL/4); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	},
+}
+
+// Lookup finds a scenario by name.
+func Lookup(name string) (Scenario, bool) {
+	for _, s := range Scenarios {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// Verdict is whether a run showed what its scenario promises.
+type Verdict struct {
+	OK   bool
+	Text string
+}
+
+func judge(s Scenario, fenced bool, h *History, f Findings) Verdict {
+	switch {
+	case len(h.Errors) > 0:
+		return Verdict{false, "ERROR: " + h.Errors[0]}
+	case len(h.Holds) == 0:
+		return Verdict{false, "NO OPERATIONS"}
+	case f.Duplicates > 0 || f.TokenOrder > 0:
+		return Verdict{false, "BUG: token order"}
+	case fenced && (f.StaleAccepted > 0 || f.LostWrites > 0):
+		return Verdict{false, "BUG: stale write accepted"}
+	case s.Unfenced == Holds && f.Overlaps > 0:
+		return Verdict{false, "BUG: holders overlapped"}
+	case !fenced && s.Unfenced == Holds && (f.StaleAccepted > 0 || f.LostWrites > 0):
+		return Verdict{false, "BUG: stale write accepted"}
+	case !fenced && s.Unfenced == Expected && f.Overlaps == 0:
+		return Verdict{false, "NOT EXERCISED: no overlap shown"}
+	case fenced && f.Overlaps > 0:
+		return Verdict{true, "ok: overlap, no stale write"}
+	case !fenced && f.Overlaps > 0:
+		return Verdict{true, "ok: overlap as expected"}
+	}
+	return Verdict{true, "ok"}
+}
