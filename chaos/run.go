@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -105,7 +106,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer store.Close()
 
 	// An admin client, with every node up: provisions fencing ids, repairs.
-	admin, closeAdmin, err := newLockClient(nodes, cfg, redlock.WithTTL(10*cfg.TTL), redlock.WithNodeTimeout(2*time.Second))
+	admin, closeAdmin, err := newLockClient(nodes, cfg, nil, -1, redlock.WithTTL(10*cfg.TTL), redlock.WithNodeTimeout(2*time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := range cfg.Workers {
-		lc, closeLC, err := newLockClient(nodes, cfg, w.lockOptions()...)
+		lc, closeLC, err := newLockClient(nodes, cfg, &w.links, i, w.lockOptions()...)
 		if err != nil {
 			cancel()
 			wg.Wait()
@@ -154,11 +155,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return &Result{Config: cfg, History: h, Findings: f, Verdict: judge(cfg.Scenario, cfg.Fenced, h, f)}, nil
 }
 
-// newLockClient builds a lock client with its own connections to the nodes.
-func newLockClient(nodes node.Group, cfg Config, opts ...redlock.Option) (*redlock.Client, func(), error) {
+// newLockClient builds a lock client with its own connections to the
+// nodes; with links, they go through that worker's wires.
+func newLockClient(nodes node.Group, cfg Config, l *links, worker int, opts ...redlock.Option) (*redlock.Client, func(), error) {
 	clients := make([]redis.UniversalClient, len(nodes))
 	for i, n := range nodes {
-		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+		rc := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+		if l != nil {
+			rc.AddHook(l.hook(worker, i))
+		}
+		clients[i] = rc
 	}
 	if !cfg.Fenced {
 		opts = append(opts, redlock.WithoutFencing())
@@ -183,6 +189,7 @@ type workload struct {
 	fence  *fence.Redis
 	inCS   atomic.Int32
 	pauses chan time.Duration // a pause for the next holder to take
+	links  links
 }
 
 func (w *workload) now() time.Duration { return time.Since(w.start) }
@@ -240,6 +247,9 @@ func (w *workload) run(ctx context.Context, id int, lc *redlock.Client) {
 			x.Unlock = err.Error()
 		}
 		w.h.addHold(x)
+		// Rest a little between jobs, as real workers do; without it the
+		// releasing worker tends to win the lock straight back.
+		time.Sleep(rand.N(w.cfg.TTL / 10))
 	}
 }
 

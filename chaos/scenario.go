@@ -103,6 +103,26 @@ func (e *Env) WaitHeld(ctx context.Context) bool {
 	return true
 }
 
+// CutLinks cuts the links between one worker and the given nodes, for
+// the rest of the run: an asymmetric partition.
+func (e *Env) CutLinks(worker int, nodes ...int) {
+	target := fmt.Sprintf("worker %d", worker)
+	for _, n := range nodes {
+		e.w.links.set(worker, n, true)
+		target += " x " + e.Nodes[n].Name()
+	}
+	e.h.addFault(Fault{At: e.w.now(), Target: target, What: "links cut"})
+}
+
+// SetCounter overwrites the fencing counter of the workload's lock on node
+// i, to recreate the state of a counterexample.
+func (e *Env) SetCounter(ctx context.Context, i int, c int64) error {
+	rc := e.Nodes[i].NewClient()
+	defer rc.Close()
+	e.h.addFault(Fault{At: e.w.now(), Target: e.Nodes[i].Name(), What: fmt.Sprintf("counter set to %d", c)})
+	return rc.Set(ctx, "redlock:{chaos}:fence:counter", c, 0).Err()
+}
+
 // Repair brings back a node restarted without its data (fenced runs).
 func (e *Env) Repair(ctx context.Context, i int) error {
 	if !e.fenced {
@@ -249,6 +269,21 @@ var Scenarios = []Scenario{
 			}
 			return nil
 		},
+	},
+}
+
+// Calibration recreates counterexample 1 of docs/fencing.md inside the
+// harness: worker 0 reaches only n0-n2, worker 1 only n2-n4, and n0's
+// counter starts high. Quorum tokens stay ordered; the naive max-of-INCR
+// scheme hands worker 1 smaller tokens than worker 0 got before, which the
+// token-order checker must catch. Run it with two workers.
+var Calibration = Scenario{
+	Name: "asymmetric", Fault: "worker 0 reaches only n0-n2, worker 1 only n2-n4; n0's counter starts high",
+	Unfenced: Holds,
+	Inject: func(ctx context.Context, e *Env) error {
+		e.CutLinks(0, 3, 4)
+		e.CutLinks(1, 0, 1)
+		return e.SetCounter(ctx, 0, 1000)
 	},
 }
 

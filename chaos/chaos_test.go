@@ -1,0 +1,54 @@
+package chaos_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/chaos"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The harness as the project's acceptance test: every scenario, with and
+// without fencing, a few seconds each, must show what docs/chaos.md says.
+func TestScenarios(t *testing.T) {
+	d := 3 * time.Second
+	if s := os.Getenv("CHAOS_DURATION"); s != "" {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var results []*chaos.Result
+	for _, s := range chaos.Scenarios {
+		for _, fenced := range []bool{false, true} {
+			r, err := chaos.Run(context.Background(), chaos.Config{Scenario: s, Fenced: fenced, Duration: d})
+			if err != nil {
+				t.Fatalf("%s: %v", s.Name, err)
+			}
+			results = append(results, r)
+			if !r.Verdict.OK {
+				t.Errorf("%s, fenced %v: %s", s.Name, fenced, r.Verdict.Text)
+			}
+		}
+	}
+	var out bytes.Buffer
+	chaos.WriteTable(&out, results)
+	chaos.WriteEvidence(&out, results)
+	t.Log("\n" + out.String())
+
+	var html bytes.Buffer
+	if err := chaos.WriteHTML(&html, results); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "client paused", "clock +2xTTL", "stale"} {
+		if !strings.Contains(html.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
