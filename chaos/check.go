@@ -14,11 +14,11 @@ type Violation struct {
 
 // Checks that Check runs. Each can fail; see check_test.go.
 const (
-	CheckStoreOrder = "store-order"  // the store accepted a lower token after a higher one
-	CheckDuplicates = "dup-tokens"   // two acquisitions got the same token
-	CheckRealTime   = "token-order"  // a later acquisition got a smaller token
-	CheckLostWrites = "lost-writes"  // acknowledged writes missing from the final value
-	CheckOverlap    = "overlap"      // two holders' critical sections overlapped
+	CheckStoreOrder = "store-order" // the store accepted a lower token after a higher one
+	CheckDuplicates = "dup-tokens"  // two acquisitions got the same token
+	CheckRealTime   = "token-order" // a later acquisition got a smaller token
+	CheckLostWrites = "lost-writes" // acknowledged writes missing from the final value
+	CheckOverlap    = "overlap"     // two holders' critical sections overlapped
 )
 
 // Findings is every checker's result over one history.

@@ -19,7 +19,9 @@ const (
 	Possible               // holders may overlap
 )
 
-func (e Expect) String() string { return [...]string{"holds", "overlap expected", "overlap possible"}[e] }
+func (e Expect) String() string {
+	return [...]string{"holds", "overlap expected", "overlap possible"}[e]
+}
 
 // Scenario is a fault schedule.
 type Scenario struct {

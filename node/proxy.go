@@ -169,15 +169,6 @@ func (p *proxy) setLatency(d time.Duration) {
 	p.mu.Unlock()
 }
 
-// dropConns closes every relayed connection, as a node restart does.
-func (p *proxy) dropConns() {
-	p.mu.Lock()
-	for c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-}
-
 func (p *proxy) close() {
 	p.mu.Lock()
 	if p.closed {
