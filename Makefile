@@ -7,7 +7,7 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The race detector needs cgo.
 export CGO_ENABLED := 1
 
-.PHONY: all deps test demo lint bench clean
+.PHONY: all deps test demo chaos lint bench clean
 
 all: lint test
 
@@ -27,9 +27,14 @@ deps:
 test: deps
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-## demo: five local nodes, contending goroutines, paused nodes.
+## demo: every chaos scenario, with and without fencing, a few seconds each; prints the
+## table and writes chaos-report.html.
 demo: deps
-	$(GO) run ./cmd/demo
+	$(GO) run ./cmd/redlock chaos -duration 4s -report chaos-report.html
+
+## chaos: the long version, 30 s per scenario and mode.
+chaos: deps
+	$(GO) run ./cmd/redlock chaos -duration 30s -report chaos-report.html
 
 ## lint: go vet and staticcheck.
 lint:

@@ -1,0 +1,186 @@
+// Command redlock runs the chaos harness and starts local nodes.
+//
+//	redlock chaos [-scenario all] [-duration 4s] [-report chaos-report.html]
+//	redlock nodes up [-n 5]
+//
+// It uses the standard flag package: two subcommands with a handful of
+// flags each do not need a CLI framework.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/quorumlock/redlock/chaos"
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
+)
+
+const usage = `usage:
+  redlock chaos [flags]      run fault scenarios against local nodes and check the history
+  redlock nodes up [flags]   start local redis-server nodes and print their addresses
+
+Run "redlock chaos -h" or "redlock nodes up -h" for the flags.
+`
+
+func main() {
+	// go-redis logs every failed dial to a faulted node; the report says it better.
+	redis.SetLogger(quiet{})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "redlock:", err)
+		os.Exit(1)
+	}
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	switch {
+	case len(args) >= 1 && args[0] == "chaos":
+		return runChaos(ctx, args[1:], out)
+	case len(args) >= 2 && args[0] == "nodes" && args[1] == "up":
+		return nodesUp(ctx, args[2:], out)
+	}
+	fmt.Fprint(os.Stderr, usage)
+	return errors.New("unknown command")
+}
+
+func runChaos(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	names := fs.String("scenario", "all", "comma-separated scenario names, or all: "+scenarioNames())
+	duration := fs.Duration("duration", 4*time.Second, "how long each run's workload lasts")
+	ttl := fs.Duration("ttl", time.Second, "lock TTL")
+	workers := fs.Int("workers", 4, "concurrent lock clients")
+	fencing := fs.String("fencing", "both", "run with fencing on, off, or both")
+	backend := fs.String("backend", "process", "node backend: process")
+	report := fs.String("report", "chaos-report.html", "where to write the HTML report (empty: none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var scenarios []chaos.Scenario
+	if *names == "all" {
+		scenarios = chaos.Scenarios
+	} else {
+		for _, n := range strings.Split(*names, ",") {
+			s, ok := chaos.Lookup(strings.TrimSpace(n))
+			if !ok {
+				return fmt.Errorf("no scenario %q (have %s)", n, scenarioNames())
+			}
+			scenarios = append(scenarios, s)
+		}
+	}
+	var modes []bool
+	switch *fencing {
+	case "both":
+		modes = []bool{false, true}
+	case "on":
+		modes = []bool{true}
+	case "off":
+		modes = []bool{false}
+	default:
+		return fmt.Errorf("-fencing must be on, off or both")
+	}
+	var be chaos.Backend
+	switch *backend {
+	case "process":
+		be = chaos.Processes{}
+	default:
+		return fmt.Errorf("unknown backend %q", *backend)
+	}
+
+	var results []*chaos.Result
+	for _, s := range scenarios {
+		for _, fenced := range modes {
+			fmt.Fprintf(out, "running %-16s fencing %-3s (%v)...\n", s.Name, onOff(fenced), *duration)
+			r, err := chaos.Run(ctx, chaos.Config{Scenario: s, Fenced: fenced, Duration: *duration,
+				TTL: *ttl, Workers: *workers, Backend: be})
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
+			results = append(results, r)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+	fmt.Fprintln(out)
+	chaos.WriteTable(out, results)
+	chaos.WriteEvidence(out, results)
+	if *report != "" {
+		f, err := os.Create(*report)
+		if err != nil {
+			return err
+		}
+		if err := chaos.WriteHTML(f, results); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\nreport: %s\n", *report)
+	}
+	failed := 0
+	for _, r := range results {
+		if !r.Verdict.OK {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d runs failed their verdict", failed, len(results))
+	}
+	return nil
+}
+
+func nodesUp(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("nodes up", flag.ContinueOnError)
+	n := fs.Int("n", 5, "how many nodes")
+	aof := fs.Bool("aof", true, "persist with appendfsync always, as fencing tokens need")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	p := node.PersistNone
+	if *aof {
+		p = node.PersistAOFAlways
+	}
+	g, err := node.StartProcesses(ctx, *n, node.Config{Persistence: p})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	urls := make([]string, len(g))
+	for i, nd := range g {
+		urls[i] = "redis://" + nd.Addr()
+	}
+	fmt.Fprintln(out, strings.Join(urls, ","))
+	fmt.Fprintln(os.Stderr, "nodes are up; press Ctrl-C to stop them and delete their data")
+	<-ctx.Done()
+	return nil
+}
+
+func scenarioNames() string {
+	names := make([]string, len(chaos.Scenarios))
+	for i, s := range chaos.Scenarios {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
