@@ -55,11 +55,9 @@ type Process struct {
 	binary string
 	dir    string
 	port   int
-	proxy  *proxy   // nil unless cfg.Proxy
 	clock  []string // libfaketime environment, nil unless cfg.FakeClock
-
-	clockMu     sync.Mutex
-	clockOffset time.Duration
+	linkFaults
+	clockFaults
 
 	mu     sync.Mutex
 	state  procState
@@ -91,8 +89,10 @@ func StartProcess(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
 	p := &Process{cfg: cfg, binary: path, dir: dir}
+	p.linkFaults.name, p.clockFaults.name = cfg.Name, cfg.Name
 	if cfg.FakeClock {
-		if p.clock, err = fakeTimeEnv(dir, p.offsetFile()); err != nil {
+		p.clockFaults.file = filepath.Join(dir, "faketime-offset")
+		if p.clock, err = fakeTimeEnv(dir, p.clockFaults.file); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
@@ -109,7 +109,7 @@ func StartProcess(ctx context.Context, cfg Config) (*Process, error) {
 		}
 	}
 	if err == nil && cfg.Proxy {
-		p.proxy, err = startProxy(p.DirectAddr())
+		p.linkFaults.proxy, err = startProxy(p.DirectAddr())
 	}
 	if err != nil {
 		p.Close()
@@ -131,16 +131,14 @@ func (p *Process) Name() string { return p.cfg.Name }
 
 // Addr is where clients connect: the relay if there is one, else the server.
 func (p *Process) Addr() string {
-	if p.proxy != nil {
-		return p.proxy.addr()
+	if p.linkFaults.proxy != nil {
+		return p.linkFaults.proxy.addr()
 	}
 	return p.DirectAddr()
 }
 
 // DirectAddr is the server's own address, bypassing the relay.
 func (p *Process) DirectAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
-
-func (p *Process) offsetFile() string { return filepath.Join(p.dir, "faketime-offset") }
 
 // Dir is the node's data directory.
 func (p *Process) Dir() string { return p.dir }
@@ -203,24 +201,15 @@ func (p *Process) Start(ctx context.Context) error {
 func (p *Process) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
 	defer cancel()
-	c := redis.NewClient(&redis.Options{Addr: p.DirectAddr(), MaxRetries: -1})
-	defer c.Close()
-	for {
-		pingCtx, pingCancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		err := c.Ping(pingCtx).Err()
-		pingCancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("node %s: redis-server exited at start; see %s: %s",
-				p.cfg.Name, filepath.Join(p.dir, "redis.log"), lastLines(filepath.Join(p.dir, "redis.log")))
-		case <-ctx.Done():
-			return fmt.Errorf("node %s: redis-server did not answer PING: %w", p.cfg.Name, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+	err := waitPing(ctx, p.DirectAddr(), exited)
+	if errors.Is(err, errExited) {
+		log := filepath.Join(p.dir, "redis.log")
+		return fmt.Errorf("node %s: redis-server exited at start; see %s: %s", p.cfg.Name, log, lastLines(log))
 	}
+	if err != nil {
+		return fmt.Errorf("node %s: redis-server did not answer PING: %w", p.cfg.Name, err)
+	}
+	return nil
 }
 
 func lastLines(path string) string {
@@ -306,54 +295,6 @@ func (p *Process) Close() error {
 		err = p.killLocked(context.Background())
 	}
 	p.state = closed
-	if p.proxy != nil {
-		p.proxy.close()
-	}
+	p.closeRelay()
 	return errors.Join(err, os.RemoveAll(p.dir))
-}
-
-// Cut stalls every byte between clients and the node until Heal: a
-// partition that isolates the node. Needs Config.Proxy.
-func (p *Process) Cut(context.Context) error {
-	if p.proxy == nil {
-		return fmt.Errorf("%w: node %s was started without Proxy", ErrNotEnabled, p.cfg.Name)
-	}
-	p.proxy.setCut(true)
-	return nil
-}
-
-// Heal ends a Cut; held bytes are delivered.
-func (p *Process) Heal(context.Context) error {
-	if p.proxy == nil {
-		return fmt.Errorf("%w: node %s was started without Proxy", ErrNotEnabled, p.cfg.Name)
-	}
-	p.proxy.setCut(false)
-	return nil
-}
-
-// SetLatency delays every chunk in each direction by d (0 removes it).
-// Needs Config.Proxy.
-func (p *Process) SetLatency(_ context.Context, d time.Duration) error {
-	if p.proxy == nil {
-		return fmt.Errorf("%w: node %s was started without Proxy", ErrNotEnabled, p.cfg.Name)
-	}
-	p.proxy.setLatency(d)
-	return nil
-}
-
-// JumpClock moves the node's wall clock by d (negative: backwards), on top
-// of earlier jumps; it takes effect at once, restarts included. Needs
-// Config.FakeClock.
-func (p *Process) JumpClock(_ context.Context, d time.Duration) error {
-	if p.clock == nil {
-		return fmt.Errorf("%w: node %s was started without FakeClock", ErrNotEnabled, p.cfg.Name)
-	}
-	p.clockMu.Lock()
-	defer p.clockMu.Unlock()
-	p.clockOffset += d
-	tmp := p.offsetFile() + ".tmp"
-	if err := os.WriteFile(tmp, []byte(fmt.Sprintf("%+.3f\n", p.clockOffset.Seconds())), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p.offsetFile())
 }
