@@ -23,9 +23,11 @@ deps:
 	fi
 	@redis-server --version
 
-## test: the whole suite against real redis-server processes, race detector on.
+## test: the whole suite against real redis-server processes (and Docker containers where an
+## engine runs), race detector on. One package at a time: the fault scenarios time real leases,
+## and two suites fighting over two cores make them noisy.
 test: deps
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
 
 ## demo: every chaos scenario, with and without fencing, a few seconds each; prints the
 ## table and writes chaos-report.html.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/chaos"
+	"github.com/quorumlock/redlock/node"
 	"go.uber.org/goleak"
 )
 
@@ -16,8 +17,15 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The harness as the project's acceptance test: every scenario, with and
 // without fencing, a few seconds each, must show what docs/chaos.md says.
-func TestScenarios(t *testing.T) {
-	d := 3 * time.Second
+func TestScenarios(t *testing.T) { runAll(t, chaos.Processes{}, 3*time.Second) }
+
+// The same in Docker containers built from the host's redis-server.
+func TestScenariosInContainers(t *testing.T) {
+	node.RequireDocker(t)
+	runAll(t, chaos.Containers{}, 2*time.Second)
+}
+
+func runAll(t *testing.T, backend chaos.Backend, d time.Duration) {
 	if s := os.Getenv("CHAOS_DURATION"); s != "" {
 		var err error
 		if d, err = time.ParseDuration(s); err != nil {
@@ -27,7 +35,7 @@ func TestScenarios(t *testing.T) {
 	var results []*chaos.Result
 	for _, s := range chaos.Scenarios {
 		for _, fenced := range []bool{false, true} {
-			r, err := chaos.Run(context.Background(), chaos.Config{Scenario: s, Fenced: fenced, Duration: d})
+			r, err := chaos.Run(context.Background(), chaos.Config{Scenario: s, Fenced: fenced, Duration: d, Backend: backend})
 			if err != nil {
 				t.Fatalf("%s: %v", s.Name, err)
 			}

@@ -19,11 +19,14 @@ const (
 	CheckRealTime   = "token-order" // a later acquisition got a smaller token
 	CheckLostWrites = "lost-writes" // acknowledged writes missing from the final value
 	CheckOverlap    = "overlap"     // two holders' critical sections overlapped
+	CheckLease      = "lease"       // two holders' leases overlapped: mutual exclusion broken
 )
 
 // Findings is every checker's result over one history.
 type Findings struct {
-	Overlaps      int
+	Overlaps      int // critical sections (grant to last store operation) that intersect
+	LeaseOverlaps int // leases (grant to validity end or release) that intersect
+	Overruns      int // holders still working after their validity ended
 	StaleRejected int // store operations refused as stale
 	StaleAccepted int // writes accepted out of order
 	Duplicates    int
@@ -59,6 +62,12 @@ func Check(h *History) Findings {
 	f.Duplicates, f.TokenOrder = checkTokens(h, add)
 	f.LostWrites = checkLost(h, add)
 	f.Overlaps = checkOverlap(h, add)
+	f.LeaseOverlaps = checkLease(h, add)
+	for _, x := range h.Holds {
+		if x.End > x.Until {
+			f.Overruns++
+		}
+	}
 	return f
 }
 
@@ -188,6 +197,31 @@ func checkOverlap(h *History, add func(string, string, ...any)) int {
 			n++
 			add(CheckOverlap, "worker %d held [%v, %v] (token %d) while worker %d was granted at %v (token %d)",
 				a.Worker, a.Grant, a.End, a.Token, b.Worker, b.Grant, b.Token)
+		}
+	}
+	return n
+}
+
+// checkLease: the leases, from grant to the end of validity or the
+// release, whichever comes first, must not intersect. This is what RedLock
+// promises; a holder that overruns its validity (a client pause) breaks
+// only checkOverlap.
+func checkLease(h *History, add func(string, string, ...any)) int {
+	end := func(x *Hold) time.Duration { return min(x.End, x.Until) }
+	xs := make([]*Hold, len(h.Holds))
+	for i := range h.Holds {
+		xs[i] = &h.Holds[i]
+	}
+	slices.SortFunc(xs, func(a, b *Hold) int { return cmpDur(a.Grant, b.Grant) })
+	n := 0
+	for i, a := range xs {
+		for _, b := range xs[i+1:] {
+			if b.Grant >= end(a) {
+				break
+			}
+			n++
+			add(CheckLease, "worker %d's lease [%v, %v] (token %d) overlaps worker %d's, granted at %v (token %d)",
+				a.Worker, a.Grant, end(a), a.Token, b.Worker, b.Grant, b.Token)
 		}
 	}
 	return n

@@ -11,7 +11,12 @@ import (
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
 func hold(worker int, grant, end int, token uint64, write *Op) Hold {
-	return Hold{Worker: worker, Invoke: ms(grant - 1), Grant: ms(grant), End: ms(end), Token: token, Write: write}
+	return Hold{Worker: worker, Invoke: ms(grant - 1), Grant: ms(grant), End: ms(end), Until: ms(end), Token: token, Write: write}
+}
+
+func withUntil(x Hold, until int) Hold {
+	x.Until = ms(until)
+	return x
 }
 
 func wrote(start, end int, v int64) *Op {
@@ -56,6 +61,9 @@ func TestCheckersCatchTheirViolations(t *testing.T) {
 		{"overlap", &History{Holds: []Hold{
 			hold(0, 0, 50, 0, nil), hold(1, 20, 60, 0, nil),
 		}}, CheckOverlap, func(f Findings) int { return f.Overlaps }},
+		{"lease overlap", &History{Holds: []Hold{
+			withUntil(hold(0, 0, 50, 0, nil), 100), withUntil(hold(1, 20, 60, 0, nil), 100),
+		}}, CheckLease, func(f Findings) int { return f.LeaseOverlaps }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,5 +96,8 @@ func TestJudge(t *testing.T) {
 	}
 	if v := judge(Scenario{Unfenced: Holds}, false, h, Findings{Overlaps: 1}); v.OK {
 		t.Fatalf("an overlap where exclusion holds passed: %v", v)
+	}
+	if v := judge(Scenario{Unfenced: Holds}, false, h, Findings{Overlaps: 1, LeaseOverlaps: 1, Overruns: 1}); v.OK {
+		t.Fatalf("overlapping leases passed: %v", v)
 	}
 }

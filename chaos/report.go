@@ -12,15 +12,15 @@ import (
 // WriteTable prints one line per run: the summary people read first.
 func WriteTable(w io.Writer, results []*Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tfencing\toperations\toverlaps\tstale rejected\tstale accepted\tduplicates\tlost writes\tverdict\t")
+	fmt.Fprintln(tw, "scenario\tfencing\toperations\toverlaps\tlease overlaps\tstale rejected\tstale accepted\tduplicates\tlost writes\tverdict\t")
 	for _, r := range results {
 		mode := "off"
 		if r.Config.Fenced {
 			mode = "on"
 		}
 		f := r.Findings
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Config.Scenario.Name, mode, len(r.History.Holds),
-			f.Overlaps, f.StaleRejected, f.StaleAccepted, f.Duplicates, f.LostWrites, r.Verdict.Text)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Config.Scenario.Name, mode, len(r.History.Holds),
+			f.Overlaps, f.LeaseOverlaps, f.StaleRejected, f.StaleAccepted, f.Duplicates, f.LostWrites, r.Verdict.Text)
 	}
 	return tw.Flush()
 }

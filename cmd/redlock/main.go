@@ -64,7 +64,8 @@ func runChaos(ctx context.Context, args []string, out io.Writer) error {
 	ttl := fs.Duration("ttl", time.Second, "lock TTL")
 	workers := fs.Int("workers", 4, "concurrent lock clients")
 	fencing := fs.String("fencing", "both", "run with fencing on, off, or both")
-	backend := fs.String("backend", "process", "node backend: process")
+	backend := fs.String("backend", "process", "node backend: process or docker")
+	image := fs.String("image", "", "docker backend: image to run (default: built from the host's redis-server)")
 	report := fs.String("report", "chaos-report.html", "where to write the HTML report (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -96,6 +97,8 @@ func runChaos(ctx context.Context, args []string, out io.Writer) error {
 	switch *backend {
 	case "process":
 		be = chaos.Processes{}
+	case "docker":
+		be = chaos.Containers{Image: *image}
 	default:
 		return fmt.Errorf("unknown backend %q", *backend)
 	}

@@ -1,0 +1,463 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ory/dockertest/v3"
+	dc "github.com/ory/dockertest/v3/docker"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+)
+
+// HostImage is the image StartContainer builds when no image is named: the
+// host's own redis-server and the libraries it links, FROM scratch, plus
+// libfaketime and the jemalloc stub for clock faults. It needs no registry.
+const HostImage = "redlock-redis-host"
+
+// ContainerConfig describes a containerised node.
+type ContainerConfig struct {
+	Config
+	// Image to run, such as "redis:7.2". Empty: build HostImage from the
+	// host's redis-server (where no registry can be reached). A named image
+	// runs without clock faults (it has no libfaketime).
+	Image string
+	// Pool is the Docker connection; nil connects to the default endpoint.
+	Pool *dockertest.Pool
+}
+
+// ErrNoDocker: no Docker engine answered.
+var ErrNoDocker = errors.New("node: no Docker engine reachable")
+
+// DockerPool connects to the local Docker engine and checks that it
+// answers; it returns ErrNoDocker otherwise.
+func DockerPool() (*dockertest.Pool, error) {
+	pool, err := dockertest.NewPool("")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoDocker, err)
+	}
+	if err := pool.Client.Ping(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoDocker, err)
+	}
+	pool.MaxWait = 30 * time.Second
+	return pool, nil
+}
+
+// Container is a redis-server in a Docker container, published on a
+// loopback port. Its data and clock offset live in host directories
+// mounted into it, so they survive a restart and can be wiped from here.
+type Container struct {
+	cfg      ContainerConfig
+	pool     *dockertest.Pool
+	res      *dockertest.Resource
+	dir      string // host side: data/ and clock/
+	hostPort int
+	linkFaults
+	clockFaults
+
+	mu    sync.Mutex
+	state procState
+}
+
+var _ Node = (*Container)(nil)
+
+var buildOnce = struct {
+	sync.Mutex
+	done map[*dockertest.Pool]bool
+}{done: map[*dockertest.Pool]bool{}}
+
+// StartContainer starts one containerised node and waits until it answers.
+func StartContainer(ctx context.Context, cfg ContainerConfig) (*Container, error) {
+	pool := cfg.Pool
+	if pool == nil {
+		var err error
+		if pool, err = DockerPool(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Name == "" {
+		cfg.Name = "redis"
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	image, fakeClock := cfg.Image, false
+	if image == "" {
+		if err := buildHostImage(pool); err != nil {
+			return nil, err
+		}
+		image, fakeClock = HostImage, cfg.FakeClock
+	} else if cfg.FakeClock {
+		return nil, fmt.Errorf("%w: clock faults need the host image, not %s", ErrNotEnabled, image)
+	}
+	dir, err := os.MkdirTemp(cfg.BaseDir, "redlock-container-"+cfg.Name+"-")
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range []string{"data", "clock"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o777); err != nil {
+			return nil, err
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	c := &Container{cfg: cfg, pool: pool, dir: dir, hostPort: port}
+	c.linkFaults.name, c.clockFaults.name = cfg.Name, cfg.Name
+
+	args := []string{"--port", "6379", "--bind", "0.0.0.0", "--dir", "/data", "--save", "",
+		"--protected-mode", "no", "--maxmemory-policy", "noeviction"}
+	args = append(append(args, cfg.Persistence.args()...), cfg.Args...)
+	env := append([]string(nil), cfg.Env...)
+	if fakeClock {
+		c.clockFaults.file = filepath.Join(dir, "clock", "offset")
+		if err := os.WriteFile(c.clockFaults.file, []byte("+0\n"), 0o644); err != nil {
+			return nil, err
+		}
+		env = append(env, "LD_LIBRARY_PATH=/stub", "LD_PRELOAD=/faketime/libfaketime.so.1",
+			"FAKETIME_TIMESTAMP_FILE=/clock/offset", "FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1")
+	}
+	opts := &dockertest.RunOptions{
+		Name:       fmt.Sprintf("redlock-%s-%d", cfg.Name, port),
+		Repository: image,
+		Tag:        "latest",
+		Env:        env,
+		Mounts:     []string{filepath.Join(dir, "data") + ":/data", filepath.Join(dir, "clock") + ":/clock"},
+		PortBindings: map[dc.Port][]dc.PortBinding{
+			"6379/tcp": {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)}},
+		},
+		ExposedPorts: []string{"6379/tcp"},
+		Labels:       map[string]string{"redlock.node": cfg.Name},
+	}
+	if cfg.Image == "" {
+		opts.Cmd = args
+	} else {
+		opts.Cmd = append([]string{"redis-server"}, args...)
+	}
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		opts.Repository, opts.Tag = image[:i], image[i+1:]
+	}
+	c.res, err = pool.RunWithOptions(opts, func(hc *dc.HostConfig) {
+		hc.AutoRemove = false
+		hc.RestartPolicy = dc.RestartPolicy{Name: "no"}
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("node %s: run container: %w", cfg.Name, err)
+	}
+	c.state = running
+	if err := c.waitReady(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if cfg.Proxy {
+		if c.linkFaults.proxy, err = startProxy(c.DirectAddr()); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// StartContainers starts n containerised nodes, named n0..n(n-1).
+func StartContainers(ctx context.Context, n int, cfg ContainerConfig) (Group, error) {
+	if cfg.Pool == nil {
+		pool, err := DockerPool()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Pool = pool
+	}
+	if cfg.Image == "" {
+		if err := buildHostImage(cfg.Pool); err != nil {
+			return nil, err
+		}
+	}
+	g := make(Group, n)
+	eg, ctx := errgroup.WithContext(ctx)
+	for i := range n {
+		eg.Go(func() error {
+			c := cfg
+			c.Name = fmt.Sprintf("n%d", i)
+			nd, err := StartContainer(ctx, c)
+			if err == nil {
+				g[i] = nd
+			}
+			return err
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (c *Container) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancel()
+	if err := waitPing(ctx, c.DirectAddr(), nil); err != nil {
+		return fmt.Errorf("node %s: container did not answer PING: %w; logs: %s", c.cfg.Name, err, c.logs())
+	}
+	return nil
+}
+
+func (c *Container) logs() string {
+	var out bytes.Buffer
+	_ = c.pool.Client.Logs(dc.LogsOptions{Container: c.res.Container.ID, OutputStream: &out, ErrorStream: &out,
+		Stdout: true, Stderr: true, Tail: "5"})
+	return strings.TrimSpace(out.String())
+}
+
+func (c *Container) Name() string { return c.cfg.Name }
+
+// Addr is where clients connect: the relay if there is one.
+func (c *Container) Addr() string {
+	if c.linkFaults.proxy != nil {
+		return c.linkFaults.proxy.addr()
+	}
+	return c.DirectAddr()
+}
+
+// DirectAddr is the container's published port.
+func (c *Container) DirectAddr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.hostPort))
+}
+
+// ID is the Docker container id.
+func (c *Container) ID() string { return c.res.Container.ID }
+
+func (c *Container) NewClient() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: c.Addr(), MaxRetries: -1})
+}
+
+// Kill sends SIGKILL to the container and waits until it has stopped.
+func (c *Container) Kill(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != running && c.state != paused {
+		return fmt.Errorf("%w: node %s is not running", ErrState, c.cfg.Name)
+	}
+	if c.state == paused {
+		// A frozen container cannot take a signal in every engine; thaw it
+		// first, the kill still lands before it runs anything.
+		_ = c.pool.Client.UnpauseContainer(c.ID())
+	}
+	if err := c.pool.Client.KillContainer(dc.KillContainerOptions{ID: c.ID(), Signal: dc.SIGKILL, Context: ctx}); err != nil {
+		return fmt.Errorf("node %s: kill: %w", c.cfg.Name, err)
+	}
+	for {
+		info, err := c.pool.Client.InspectContainer(c.ID())
+		if err != nil {
+			return err
+		}
+		if !info.State.Running {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	c.state = stopped
+	return nil
+}
+
+// Start starts a killed container again, with the data in its mounted dir.
+func (c *Container) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.state {
+	case closed:
+		return ErrClosed
+	case running, paused:
+		return fmt.Errorf("%w: node %s is already running", ErrState, c.cfg.Name)
+	}
+	if err := c.pool.Client.StartContainer(c.ID(), nil); err != nil {
+		return fmt.Errorf("node %s: start: %w", c.cfg.Name, err)
+	}
+	c.state = running
+	return c.waitReady(ctx)
+}
+
+// WipeData deletes the stopped node's persisted data.
+func (c *Container) WipeData() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != stopped {
+		return fmt.Errorf("%w: stop node %s before wiping its data", ErrState, c.cfg.Name)
+	}
+	data := filepath.Join(c.dir, "data")
+	entries, err := os.ReadDir(data)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(data, e.Name())); err != nil {
+			return fmt.Errorf("node %s: wipe: %w", c.cfg.Name, err)
+		}
+	}
+	return nil
+}
+
+// Pause freezes the container (docker pause, the cgroup freezer).
+func (c *Container) Pause(context.Context) error {
+	return c.transition(running, paused, c.pool.Client.PauseContainer)
+}
+
+// Resume thaws it (docker unpause).
+func (c *Container) Resume(context.Context) error {
+	return c.transition(paused, running, c.pool.Client.UnpauseContainer)
+}
+
+func (c *Container) transition(from, to procState, do func(string) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != from {
+		return fmt.Errorf("%w: node %s", ErrState, c.cfg.Name)
+	}
+	if err := do(c.ID()); err != nil {
+		return fmt.Errorf("node %s: %w", c.cfg.Name, err)
+	}
+	c.state = to
+	return nil
+}
+
+// Close removes the container and its data.
+func (c *Container) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == closed {
+		return nil
+	}
+	c.state = closed
+	c.closeRelay()
+	err := c.pool.Purge(c.res)
+	return errors.Join(err, os.RemoveAll(c.dir))
+}
+
+// buildHostImage builds HostImage once per pool, unless it exists.
+func buildHostImage(pool *dockertest.Pool) error {
+	buildOnce.Lock()
+	defer buildOnce.Unlock()
+	if buildOnce.done[pool] {
+		return nil
+	}
+	if _, err := pool.Client.InspectImage(HostImage + ":latest"); err == nil {
+		buildOnce.done[pool] = true
+		return nil
+	}
+	ctxDir, err := os.MkdirTemp("", "redlock-image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ctxDir)
+	if err := hostImageContext(ctxDir); err != nil {
+		return err
+	}
+	err = pool.Client.BuildImage(dc.BuildImageOptions{
+		Name: HostImage + ":latest", Dockerfile: "Dockerfile", ContextDir: ctxDir, OutputStream: io.Discard,
+	})
+	if err != nil {
+		return fmt.Errorf("node: build %s: %w", HostImage, err)
+	}
+	buildOnce.done[pool] = true
+	return nil
+}
+
+// hostImageContext lays out a FROM scratch build: redis-server, every
+// library ldd lists for it and for libfaketime, and the jemalloc stub.
+func hostImageContext(dir string) error {
+	server, err := exec.LookPath("redis-server")
+	if err != nil {
+		return fmt.Errorf("%w (%v)", ErrRedisServerMissing, err)
+	}
+	if server, err = filepath.EvalSymlinks(server); err != nil {
+		return err
+	}
+	root := filepath.Join(dir, "root")
+	if err := copyInto(root, server, "/usr/bin/redis-server"); err != nil {
+		return err
+	}
+	libs, err := lddPaths(server)
+	if err != nil {
+		return err
+	}
+	stubDir := filepath.Join(dir, "stub-build")
+	if err := os.MkdirAll(stubDir, 0o755); err != nil {
+		return err
+	}
+	if env, err := fakeTimeEnv(stubDir, filepath.Join(stubDir, "offset")); err == nil {
+		var lib string
+		for _, e := range env {
+			if v, ok := strings.CutPrefix(e, "LD_PRELOAD="); ok {
+				lib = v
+			}
+		}
+		if err := copyInto(root, lib, "/faketime/libfaketime.so.1"); err != nil {
+			return err
+		}
+		more, err := lddPaths(lib)
+		if err != nil {
+			return err
+		}
+		libs = append(libs, more...)
+		if err := copyInto(root, filepath.Join(stubDir, "jemalloc-stub", "libjemalloc.so.2"), "/stub/libjemalloc.so.2"); err != nil {
+			return err
+		}
+	}
+	for _, l := range libs {
+		if err := copyInto(root, l, l); err != nil {
+			return err
+		}
+	}
+	dockerfile := "FROM scratch\nCOPY root/ /\nENTRYPOINT [\"/usr/bin/redis-server\"]\n"
+	return os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644)
+}
+
+// lddPaths lists the shared libraries (and the loader) a binary needs.
+func lddPaths(binary string) ([]string, error) {
+	out, err := exec.Command("ldd", binary).Output()
+	if err != nil {
+		return nil, fmt.Errorf("node: ldd %s: %w", binary, err)
+	}
+	var paths []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/"):
+			paths = append(paths, f[2])
+		case len(f) >= 1 && strings.HasPrefix(f[0], "/"):
+			paths = append(paths, f[0])
+		}
+	}
+	return paths, nil
+}
+
+// copyInto copies the file at src (following links) to root+dst.
+func copyInto(root, src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	target := filepath.Join(root, dst)
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(target, b, 0o755)
+}
