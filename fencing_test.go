@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/chaos"
 	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
@@ -81,55 +82,36 @@ func (cl *cluster) actor(t *testing.T, hooks []*faultHook, opts ...redlock.Optio
 	return c
 }
 
-// op is one acquisition in a history: when it was invoked, when it
-// returned, and the token it got.
+// op is one acquisition: when it was invoked, when it returned, its token.
 type op struct {
 	invoke, ret time.Time
 	token       uint64
 }
 
-// checkTokens reports violations of uniqueness (U) and real-time order
-// (M1: an acquisition that returned before another was invoked has the
-// smaller token) in a history of successful acquisitions.
+// checkTokens runs the chaos harness's checkers for uniqueness (U) and
+// real-time order (M1) over a history of acquisitions.
 func checkTokens(ops []op) []string {
-	var bad []string
-	seen := map[uint64]bool{}
+	h := &chaos.History{Fenced: true}
+	t0 := ops[0].invoke
 	for _, o := range ops {
-		if seen[o.token] {
-			bad = append(bad, fmt.Sprintf("token %d issued twice", o.token))
+		if o.invoke.Before(t0) {
+			t0 = o.invoke
 		}
-		seen[o.token] = true
 	}
-	byInvoke := slices.Clone(ops)
-	slices.SortFunc(byInvoke, func(a, b op) int { return a.invoke.Compare(b.invoke) })
-	byRet := slices.Clone(ops)
-	slices.SortFunc(byRet, func(a, b op) int { return a.ret.Compare(b.ret) })
-	var maxDone uint64
-	j := 0
-	for _, b := range byInvoke {
-		for j < len(byRet) && byRet[j].ret.Before(b.invoke) {
-			maxDone = max(maxDone, byRet[j].token)
-			j++
+	for _, o := range ops {
+		h.Holds = append(h.Holds, chaos.Hold{Invoke: o.invoke.Sub(t0), Grant: o.ret.Sub(t0), End: o.ret.Sub(t0), Token: o.token})
+	}
+	f := chaos.Check(h)
+	var bad []string
+	for _, v := range f.Violations {
+		if v.Check == chaos.CheckDuplicates || v.Check == chaos.CheckRealTime {
+			bad = append(bad, v.Detail)
 		}
-		if j > 0 && b.token <= maxDone {
-			bad = append(bad, fmt.Sprintf("token %d issued after %d had been returned", b.token, maxDone))
-		}
+	}
+	if n := f.Duplicates + f.TokenOrder; n > len(bad) {
+		bad = append(bad, fmt.Sprintf("(%d violations in all)", n))
 	}
 	return bad
-}
-
-func TestCheckTokensCatchesViolations(t *testing.T) {
-	t0 := time.Now()
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	if bad := checkTokens([]op{{at(0), at(1), 5}, {at(2), at(3), 6}, {at(2), at(4), 7}}); len(bad) != 0 {
-		t.Fatalf("a good history was flagged: %v", bad)
-	}
-	if bad := checkTokens([]op{{at(0), at(1), 5}, {at(2), at(3), 4}}); len(bad) != 1 {
-		t.Fatalf("a token that went backwards was not caught: %v", bad)
-	}
-	if bad := checkTokens([]op{{at(0), at(3), 5}, {at(1), at(2), 5}}); len(bad) != 1 {
-		t.Fatalf("a duplicate token was not caught: %v", bad)
-	}
 }
 
 func TestTokensAreUniqueAndFollowRealTime(t *testing.T) {

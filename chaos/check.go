@@ -183,23 +183,10 @@ func checkLost(h *History, add func(string, string, ...any)) int {
 // checkOverlap: critical sections [grant, last store operation] of two
 // holders must not intersect.
 func checkOverlap(h *History, add func(string, string, ...any)) int {
-	xs := make([]*Hold, len(h.Holds))
-	for i := range h.Holds {
-		xs[i] = &h.Holds[i]
-	}
-	slices.SortFunc(xs, func(a, b *Hold) int { return cmpDur(a.Grant, b.Grant) })
-	n := 0
-	for i, a := range xs {
-		for _, b := range xs[i+1:] {
-			if b.Grant >= a.End {
-				break
-			}
-			n++
-			add(CheckOverlap, "worker %d held [%v, %v] (token %d) while worker %d was granted at %v (token %d)",
-				a.Worker, a.Grant, a.End, a.Token, b.Worker, b.Grant, b.Token)
-		}
-	}
-	return n
+	return intersections(h, func(x *Hold) time.Duration { return x.End }, func(a, b *Hold) {
+		add(CheckOverlap, "worker %d held [%v, %v] (token %d) while worker %d was granted at %v (token %d)",
+			a.Worker, a.Grant, a.End, a.Token, b.Worker, b.Grant, b.Token)
+	})
 }
 
 // checkLease: the leases, from grant to the end of validity or the
@@ -208,6 +195,15 @@ func checkOverlap(h *History, add func(string, string, ...any)) int {
 // only checkOverlap.
 func checkLease(h *History, add func(string, string, ...any)) int {
 	end := func(x *Hold) time.Duration { return min(x.End, x.Until) }
+	return intersections(h, end, func(a, b *Hold) {
+		add(CheckLease, "worker %d's lease [%v, %v] (token %d) overlaps worker %d's, granted at %v (token %d)",
+			a.Worker, a.Grant, end(a), a.Token, b.Worker, b.Grant, b.Token)
+	})
+}
+
+// intersections counts the pairs of holds whose [Grant, end] intervals
+// intersect, reporting each.
+func intersections(h *History, end func(*Hold) time.Duration, report func(a, b *Hold)) int {
 	xs := make([]*Hold, len(h.Holds))
 	for i := range h.Holds {
 		xs[i] = &h.Holds[i]
@@ -220,8 +216,7 @@ func checkLease(h *History, add func(string, string, ...any)) int {
 				break
 			}
 			n++
-			add(CheckLease, "worker %d's lease [%v, %v] (token %d) overlaps worker %d's, granted at %v (token %d)",
-				a.Worker, a.Grant, end(a), a.Token, b.Worker, b.Grant, b.Token)
+			report(a, b)
 		}
 	}
 	return n

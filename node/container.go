@@ -19,7 +19,6 @@ import (
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 )
 
 // HostImage is the image StartContainer builds when no image is named: the
@@ -186,24 +185,11 @@ func StartContainers(ctx context.Context, n int, cfg ContainerConfig) (Group, er
 			return nil, err
 		}
 	}
-	g := make(Group, n)
-	eg, ctx := errgroup.WithContext(ctx)
-	for i := range n {
-		eg.Go(func() error {
-			c := cfg
-			c.Name = fmt.Sprintf("n%d", i)
-			nd, err := StartContainer(ctx, c)
-			if err == nil {
-				g[i] = nd
-			}
-			return err
-		})
-	}
-	if err := eg.Wait(); err != nil {
-		g.Close()
-		return nil, err
-	}
-	return g, nil
+	return startGroup(ctx, n, func(ctx context.Context, name string) (Node, error) {
+		c := cfg
+		c.Name = name
+		return StartContainer(ctx, c)
+	})
 }
 
 func (c *Container) waitReady(ctx context.Context) error {

@@ -15,18 +15,25 @@ type Group []Node
 // StartProcesses starts n redis-server processes in parallel, named n0..n(n-1).
 // If any fails to start, the others are closed and the first error returned.
 func StartProcesses(ctx context.Context, n int, cfg Config) (Group, error) {
+	return startGroup(ctx, n, func(ctx context.Context, name string) (Node, error) {
+		c := cfg
+		c.Name = name
+		return StartProcess(ctx, c)
+	})
+}
+
+// startGroup starts n nodes in parallel, named n0..n(n-1). If any fails,
+// the others are closed and the first error returned.
+func startGroup(ctx context.Context, n int, start func(ctx context.Context, name string) (Node, error)) (Group, error) {
 	g := make(Group, n)
 	eg, ctx := errgroup.WithContext(ctx)
 	for i := range n {
 		eg.Go(func() error {
-			c := cfg
-			c.Name = fmt.Sprintf("n%d", i)
-			p, err := StartProcess(ctx, c)
-			if err != nil {
-				return err
+			nd, err := start(ctx, fmt.Sprintf("n%d", i))
+			if err == nil {
+				g[i] = nd
 			}
-			g[i] = p
-			return nil
+			return err
 		})
 	}
 	if err := eg.Wait(); err != nil {
