@@ -231,19 +231,33 @@ func (c *Client) collect(ctx context.Context, replies <-chan reply, t *tally, do
 	return nil
 }
 
-// contentionGrace is how long, as a multiple of the slowest reply so far, an
-// attempt that a node has already refused keeps waiting for the silent nodes
-// once a majority has answered. Giving up early is always safe; it spares a
-// contended attempt the full node timeout when some nodes are down, while
-// healthy nodes, which answer within about the same time, still count.
-const contentionGrace = 3
+// grace is how long, once the outcome is clear, a round keeps waiting for
+// the nodes still silent: three times the slowest reply so far, and at least
+// a tenth of the node timeout. Healthy nodes answer within about the same
+// time as each other, so they still count; a dead or paused one stops
+// costing the full node timeout.
+func (c *Client) grace(t *tally) time.Duration {
+	return max(3*t.slowest, c.cfg.nodeTimeout/10, time.Millisecond)
+}
 
-// giveUpOnContention is the "soon" of an acquisition: see contentionGrace.
-func giveUpOnContention(t *tally) (time.Time, bool) {
+// giveUpOnContention is the "soon" of an acquisition: once a majority has
+// answered and a node refused, wait only a grace for the rest. Giving up
+// early is always safe.
+func (c *Client) giveUpOnContention(t *tally) (time.Time, bool) {
 	if t.counts[NodeRefused] == 0 || t.replied < t.majority {
 		return time.Time{}, false
 	}
-	return t.lastReply.Add(max(contentionGrace*t.slowest, time.Millisecond)), true
+	return t.lastReply.Add(c.grace(t)), true
+}
+
+// waitForStragglers is the "soon" of a release: once a majority has
+// released, wait only a grace for the rest, so that the caller's next
+// acquisition does not find this value still on a healthy node.
+func (c *Client) waitForStragglers(t *tally) (time.Time, bool) {
+	if !t.won() {
+		return time.Time{}, false
+	}
+	return t.lastReply.Add(c.grace(t)), true
 }
 
 // isTimeout tells a node that did not answer in time from one that failed.

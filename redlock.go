@@ -133,7 +133,7 @@ func (c *Client) tryLock(ctx context.Context, name string, mayProvision bool) (*
 		return nil, err
 	}
 	t := newTally(len(c.nodes))
-	ctxErr := c.collect(ctx, replies, t, (*tally).decided, deadline, giveUpOnContention)
+	ctxErr := c.collect(ctx, replies, t, (*tally).decided, deadline, c.giveUpOnContention)
 
 	qe := &QuorumError{Op: "lock", Name: name, Cause: ctxErr, Nodes: t.snapshot()}
 	if ctxErr == nil && t.won() {
@@ -540,7 +540,7 @@ func (l *Lock) unlock(ctx context.Context) error {
 		return err
 	}
 	t := newTally(len(c.nodes))
-	cause := c.collect(ctx, replies, t, func(t *tally) bool { return t.won() || t.refusedByMajority() }, deadline, nil)
+	cause := c.collect(ctx, replies, t, (*tally).refusedByMajority, deadline, c.waitForStragglers)
 	if t.won() {
 		return nil
 	}

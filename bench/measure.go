@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
+)
+
+type suite struct {
+	nodes      node.Group
+	clients    []redis.UniversalClient
+	iters      int
+	contendFor time.Duration
+}
+
+type impl struct {
+	name string
+	l    locker
+}
+
+// fresh returns new go-redis clients for the first n nodes, so that one
+// implementation's stuck connections never slow another's.
+func (s *suite) fresh(n int) ([]redis.UniversalClient, func()) {
+	cs := make([]redis.UniversalClient, n)
+	for i := range n {
+		cs[i] = redis.NewClient(&redis.Options{Addr: s.nodes[i].Addr()})
+	}
+	return cs, func() { node.CloseClients(cs) }
+}
+
+func (s *suite) impls(n int) []impl {
+	cs := s.clients[:n]
+	return []impl{
+		{"floor: raw SET NX fan-out", &floor{cs}},
+		{"redlock, unfenced", mustOurs(cs, redlock.WithoutFencing())},
+		{"redlock, fenced", mustOurs(cs)},
+		{"redsync v4 (defaults)", newRedsync(cs)},
+		{"bsm/redislock (1 node)", &bsmLocker{redislock.New(s.clients[0])}},
+	}
+}
+
+// provision gives all nine nodes fencing ids at once, so that any subset
+// has unique ids.
+func (s *suite) provision(ctx context.Context) error {
+	c, err := redlock.New(s.clients)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Provision(ctx)
+}
+
+// timeOps runs iters try+unlock cycles over g goroutines on distinct keys
+// and returns each cycle's duration.
+func timeOps(ctx context.Context, l locker, g, iters int, prefix string) ([]time.Duration, error) {
+	var mu sync.Mutex
+	var all []time.Duration
+	var firstErr error
+	var wg sync.WaitGroup
+	for w := range g {
+		wg.Go(func() {
+			key := fmt.Sprintf("%s:%d", prefix, w)
+			ds := make([]time.Duration, 0, iters/g)
+			for range iters / g {
+				t0 := time.Now()
+				unlock, err := l.try(ctx, key)
+				if err == nil {
+					err = unlock(ctx)
+				}
+				ds = append(ds, time.Since(t0))
+				if err != nil {
+					mu.Lock()
+					firstErr = cmp(firstErr, err)
+					mu.Unlock()
+					return
+				}
+			}
+			mu.Lock()
+			all = append(all, ds...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return all, firstErr
+}
+
+func cmp(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func pct(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+type latRow struct {
+	name       string
+	goroutines int
+	p50, p99   time.Duration
+	allocs     int64
+}
+
+func (s *suite) latency(ctx context.Context, r *report) error {
+	if err := s.provision(ctx); err != nil {
+		return err
+	}
+	impls := s.impls(5)
+	for _, g := range []int{1, 8} {
+		for _, im := range impls {
+			ds, err := timeOps(ctx, im.l, g, s.iters, fmt.Sprintf("lat:%d", g))
+			if err != nil {
+				return fmt.Errorf("%s: %w", im.name, err)
+			}
+			row := latRow{name: im.name, goroutines: g, p50: pct(ds, 0.5), p99: pct(ds, 0.99)}
+			if g == 1 {
+				res := testing.Benchmark(func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if unlock, err := im.l.try(ctx, "allocs"); err == nil {
+							unlock(ctx)
+						}
+					}
+				})
+				row.allocs = res.AllocsPerOp()
+			}
+			r.latency = append(r.latency, row)
+		}
+	}
+	for _, im := range impls {
+		im.l.close()
+	}
+	return nil
+}
+
+type scaleRow struct {
+	nodes int
+	p50   map[string]time.Duration
+}
+
+func (s *suite) scaling(ctx context.Context, r *report) error {
+	for _, n := range []int{1, 3, 5, 7, 9} {
+		row := scaleRow{nodes: n, p50: map[string]time.Duration{}}
+		for _, im := range s.impls(n)[:3] {
+			ds, err := timeOps(ctx, im.l, 1, s.iters/3, fmt.Sprintf("scale:%d", n))
+			if err != nil {
+				return fmt.Errorf("%s on %d nodes: %w", im.name, n, err)
+			}
+			row.p50[im.name] = pct(ds, 0.5)
+			im.l.close()
+		}
+		r.scaling = append(r.scaling, row)
+	}
+	return nil
+}
+
+type faultRow struct {
+	name   string
+	paused int
+	n      int
+	p50    time.Duration
+	p99    time.Duration
+	failed int
+}
+
+// faults measures the time to acquire with 0, 1 and 2 of 5 nodes paused.
+func (s *suite) faults(ctx context.Context, r *report) error {
+	type mk struct {
+		name  string
+		iters int
+		make  func([]redis.UniversalClient) locker
+	}
+	makers := []mk{
+		{"redlock, unfenced", s.iters / 10, func(cs []redis.UniversalClient) locker { return mustOurs(cs, redlock.WithoutFencing()) }},
+		{"redlock, fenced", s.iters / 10, func(cs []redis.UniversalClient) locker { return mustOurs(cs) }},
+		{"redsync v4 (defaults)", 20, func(cs []redis.UniversalClient) locker { return newRedsync(cs) }},
+	}
+	for _, paused := range []int{0, 1, 2} {
+		for _, m := range makers {
+			cs, closeClients := s.fresh(5)
+			l := m.make(cs)
+			for i := range paused {
+				if err := s.nodes[4-i].Pause(ctx); err != nil {
+					return err
+				}
+			}
+			row := faultRow{name: m.name, paused: paused}
+			var ds []time.Duration
+			for i := range m.iters {
+				key := fmt.Sprintf("fault:%d:%s:%d", paused, m.name, i)
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				t0 := time.Now()
+				unlock, err := l.try(cctx, key)
+				ds = append(ds, time.Since(t0))
+				if err != nil {
+					row.failed++
+				} else {
+					unlock(cctx)
+				}
+				cancel()
+			}
+			for i := range paused {
+				s.nodes[4-i].Resume(ctx)
+			}
+			l.close()
+			closeClients()
+			row.n, row.p50, row.p99 = len(ds), pct(ds, 0.5), pct(ds, 0.99)
+			r.faults = append(r.faults, row)
+		}
+	}
+	return nil
+}
+
+type contRow struct {
+	name         string
+	hold         time.Duration
+	acquisitions int
+	handoffs     int
+	seconds      float64
+	medianWait   time.Duration
+	worstWait    time.Duration
+	minShare     float64
+	failed       int
+	perGoroutine []int
+}
+
+// contention: 8 goroutines, one key, each with its own client (as separate
+// processes would be), for a fixed time.
+func (s *suite) contention(ctx context.Context, r *report) error {
+	const workers = 8
+	type mk struct {
+		name string
+		make func([]redis.UniversalClient) locker
+	}
+	makers := []mk{
+		{"redlock, unfenced", func(cs []redis.UniversalClient) locker { return mustOurs(cs, redlock.WithoutFencing()) }},
+		{"redlock, fenced", func(cs []redis.UniversalClient) locker { return mustOurs(cs) }},
+		{"redsync v4 (defaults)", func(cs []redis.UniversalClient) locker { return newRedsync(cs) }},
+	}
+	for _, hold := range []time.Duration{0, time.Millisecond} {
+		for _, m := range makers {
+			type acq struct {
+				w  int
+				at time.Time
+			}
+			var mu sync.Mutex
+			var acqs []acq
+			var waits []time.Duration
+			failed := 0
+			deadline := time.Now().Add(s.contendFor)
+			var wg sync.WaitGroup
+			key := fmt.Sprintf("contend:%s:%v", m.name, hold)
+			for w := range workers {
+				cs, closeClients := s.fresh(5)
+				l := m.make(cs)
+				wg.Go(func() {
+					defer closeClients()
+					defer l.close()
+					for time.Now().Before(deadline) {
+						cctx, cancel := context.WithDeadline(ctx, deadline)
+						t0 := time.Now()
+						unlock, err := l.lock(cctx, key)
+						cancel()
+						wait := time.Since(t0)
+						if err != nil {
+							mu.Lock()
+							if time.Now().Before(deadline) {
+								failed++
+							}
+							mu.Unlock()
+							continue
+						}
+						mu.Lock()
+						acqs = append(acqs, acq{w, time.Now()})
+						waits = append(waits, wait)
+						mu.Unlock()
+						if hold > 0 {
+							time.Sleep(hold)
+						}
+						unlock(context.Background())
+					}
+				})
+			}
+			wg.Wait()
+			slices.SortFunc(acqs, func(a, b acq) int { return a.at.Compare(b.at) })
+			row := contRow{name: m.name, hold: hold, acquisitions: len(acqs), seconds: s.contendFor.Seconds(),
+				failed: failed, perGoroutine: make([]int, workers)}
+			for i, a := range acqs {
+				row.perGoroutine[a.w]++
+				if i > 0 && acqs[i-1].w != a.w {
+					row.handoffs++
+				}
+			}
+			row.medianWait, row.worstWait = pct(waits, 0.5), pct(waits, 1)
+			if len(acqs) > 0 {
+				row.minShare = float64(slices.Min(row.perGoroutine)) / (float64(len(acqs)) / workers)
+			}
+			r.contention = append(r.contention, row)
+		}
+	}
+	return nil
+}
