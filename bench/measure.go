@@ -187,7 +187,7 @@ func (s *suite) faults(ctx context.Context, r *report) error {
 	makers := []mk{
 		{"redlock, unfenced", s.iters / 10, func(cs []redis.UniversalClient) locker { return mustOurs(cs, redlock.WithoutFencing()) }},
 		{"redlock, fenced", s.iters / 10, func(cs []redis.UniversalClient) locker { return mustOurs(cs) }},
-		{"redsync v4 (defaults)", 20, func(cs []redis.UniversalClient) locker { return newRedsync(cs) }},
+		{"redsync v4 (defaults)", 10, func(cs []redis.UniversalClient) locker { return newRedsync(cs) }},
 	}
 	for _, paused := range []int{0, 1, 2} {
 		for _, m := range makers {
