@@ -32,6 +32,8 @@ type Client struct {
 	provMu    sync.Mutex
 	provTried time.Time
 
+	notify notifier // release notifications for waiters in Lock
+
 	testHookBeforeCommit func() // tests only: runs between round 1 and round 2
 }
 
@@ -77,13 +79,15 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Client{
+	c := &Client{
 		nodes:    append([]redis.UniversalClient(nil), nodes...),
 		cfg:      cfg,
 		log:      log,
 		closing:  make(chan struct{}),
 		amnesiac: make([]atomic.Bool, len(nodes)),
-	}, nil
+	}
+	c.notify.c = c
+	return c, nil
 }
 
 // Close stops the client's background work and waits for it to end. Calls
@@ -98,6 +102,7 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	c.bg.Wait()
+	c.notify.close()
 	return nil
 }
 
@@ -199,25 +204,63 @@ func classifyAcquire(t *tally) error {
 	return ErrUnavailable
 }
 
-// Lock acquires the lock called name, retrying after a random delay within
-// the configured bounds until it succeeds or ctx ends. It gives up at once on
-// errors that retrying cannot fix (ErrWrongType, ErrClosed). When ctx ends,
-// the error is the last attempt's *QuorumError with ctx's error as its Cause.
+// Lock acquires the lock called name, retrying until it succeeds or ctx
+// ends. It gives up at once on errors that retrying cannot fix
+// (ErrWrongType, ErrClosed). When ctx ends, the error is the last attempt's
+// *QuorumError with ctx's error as its Cause.
+//
+// A waiting Lock wakes when the holder unlocks (Redis pub/sub, one
+// connection per node shared by the client's waiters), and otherwise
+// retries after a random delay within the configured bounds. Waiters that
+// have waited longer retry first, and a client that has just unlocked the
+// same name lets them go first, so the lock is handed over rather than taken
+// straight back.
 func (c *Client) Lock(ctx context.Context, name string) (*Lock, error) {
+	started := time.Now()
+	key := c.lockKey(name)
+	if d := c.notify.yieldAfterRelease(key); d > 0 && !sleepCtx(ctx, d) {
+		return nil, &QuorumError{Op: "lock", Name: name, Cause: ctx.Err()}
+	}
+	var wake <-chan struct{}
 	for {
 		l, err := c.TryLock(ctx, name)
 		var qe *QuorumError
 		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || errors.Is(err, ErrWrongType) {
 			return l, err
 		}
-		t := time.NewTimer(c.retryDelay())
+		delay := c.retryDelay()
+		if wake == nil {
+			var done func()
+			wake, done = c.notify.wait(key)
+			defer done()
+			// The release may have come before the subscription: look again soon.
+			delay = min(delay, max(c.cfg.nodeTimeout/10, time.Millisecond))
+		}
+		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			qe.Cause = ctx.Err()
 			return nil, qe
 		case <-t.C:
+		case <-wake:
+			t.Stop()
+			if !sleepCtx(ctx, wakeDelay(time.Since(started))) {
+				qe.Cause = ctx.Err()
+				return nil, qe
+			}
 		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -322,7 +365,7 @@ type Lock struct {
 
 func (c *Client) newLock(name string) *Lock {
 	n := len(c.nodes)
-	key := c.cfg.keyPrefix + ":{" + name + "}"
+	key := c.lockKey(name)
 	value := uuid.NewString()
 	l := &Lock{
 		c:             c,
@@ -342,6 +385,8 @@ func (c *Client) newLock(name string) *Lock {
 	}
 	return l
 }
+
+func (c *Client) lockKey(name string) string { return c.cfg.keyPrefix + ":{" + name + "}" }
 
 // Name returns the lock's name.
 func (l *Lock) Name() string { return l.name }
@@ -523,7 +568,7 @@ func (l *Lock) unlock(ctx context.Context) error {
 
 	c := l.c
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		return c.releaseOnce(ctx, node, l, definite(l.acqOutcome[i]))
+		return c.releaseOnce(ctx, node, l, definite(l.acqOutcome[i]), true)
 	}
 	then := func(r reply) {
 		if r.outcome == NodeFailed && !isServerReply(r.err) || r.outcome == NodeTimedOut {
@@ -542,6 +587,7 @@ func (l *Lock) unlock(ctx context.Context) error {
 	t := newTally(len(c.nodes))
 	cause := c.collect(ctx, replies, t, (*tally).refusedByMajority, deadline, c.waitForStragglers)
 	if t.won() {
+		c.notify.noteRelease(l.key)
 		return nil
 	}
 	qe := &QuorumError{Op: "unlock", Name: l.name, Kind: ErrUnavailable, Cause: cause, Nodes: t.snapshot()}
@@ -559,7 +605,7 @@ func (l *Lock) unlock(ctx context.Context) error {
 // first try.
 func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tried chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
-	outcome, _, err := c.releaseOnce(ctx, node, l, sure)
+	outcome, _, err := c.releaseOnce(ctx, node, l, sure, false)
 	cancel()
 	close(tried)
 	if outcome == NodeFailed && !isServerReply(err) {
@@ -570,12 +616,18 @@ func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tri
 // releaseOnce runs the release script once. sure says that the node is known
 // to have processed the acquisition call; otherwise a copy of it may still be
 // in flight, and the script leaves a marker that keeps it from landing.
-func (c *Client) releaseOnce(ctx context.Context, node redis.UniversalClient, l *Lock, sure bool) (Outcome, int64, error) {
+//
+// announce publishes the release to waiters: Unlock does, a rollback not.
+func (c *Client) releaseOnce(ctx context.Context, node redis.UniversalClient, l *Lock, sure, announce bool) (Outcome, int64, error) {
 	var markerTTL int64
 	if !sure {
 		markerTTL = c.markerTTL().Milliseconds()
 	}
-	n, err := releaseLua.Run(ctx, node, []string{l.key, l.marker}, l.value, markerTTL).Int64()
+	flag := 0
+	if announce {
+		flag = 1
+	}
+	n, err := releaseLua.Run(ctx, node, []string{l.key, l.marker}, l.value, markerTTL, flag).Int64()
 	switch {
 	case err != nil:
 		return NodeFailed, 0, err
@@ -609,7 +661,7 @@ func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
-		outcome, _, err := c.releaseOnce(ctx, node, l, sure)
+		outcome, _, err := c.releaseOnce(ctx, node, l, sure, false)
 		cancel()
 		if outcome != NodeFailed || isServerReply(err) {
 			return

@@ -32,14 +32,18 @@ return 0
 //
 //	KEYS[1] lock key, KEYS[2] release marker of this value
 //	ARGV[1] value,    ARGV[2] marker TTL in ms, or 0 for no marker
+//	ARGV[3] 1 to announce the release, 0 not to
 //
 // Returns 1 if it deleted the lock, 0 if the key held something else. When
 // the value is absent and ARGV[2] is not 0, it leaves the release marker, so
-// a SET of this value still in flight cannot land afterwards.
+// a SET of this value still in flight cannot land afterwards. An announced
+// deletion is published on "<lock key>:released" to the clients waiting in
+// Lock.
 const releaseScript = `
 local v = redis.pcall('GET', KEYS[1])
 if v == ARGV[1] then
   redis.call('DEL', KEYS[1])
+  if ARGV[3] == '1' then redis.call('PUBLISH', KEYS[1] .. ':released', '1') end
   return 1
 end
 if ARGV[2] ~= '0' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
