@@ -43,9 +43,11 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-## bench: Go benchmarks against real nodes.
+## bench: this library against redsync, bsm/redislock and a raw fan-out on the same local nodes;
+## writes docs/benchmarks.md and docs/benchmarks-nodes.svg (about 6 minutes).
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 .
+	cd bench && $(GO) run . -out ../docs/benchmarks.md -chart ../docs/benchmarks-nodes.svg
 
 clean:
 	$(GO) clean -testcache

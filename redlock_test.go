@@ -538,3 +538,25 @@ func TestClientPausedDuringAcquisitionGetsNoLock(t *testing.T) {
 		}
 	}
 }
+
+func TestWaiterWakesOnUnlock(t *testing.T) {
+	cl := startCluster(t, 5)
+	const retry = 3 * time.Second
+	holder := cl.newClient(t)
+	waiter := cl.newClient(t, redlock.WithRetryDelay(retry, retry), redlock.WithNodeTimeout(100*time.Millisecond))
+	ctx := context.Background()
+	l, err := holder.TryLock(ctx, "wake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(300*time.Millisecond, func() { l.Unlock(ctx) })
+	start := time.Now()
+	lw, err := waiter.Lock(ctx, "wake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Unlock(ctx)
+	if took := time.Since(start); took >= retry {
+		t.Fatalf("the waiter took %v: it slept out its %v retry delay instead of waking on the release", took, retry)
+	}
+}
