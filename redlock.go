@@ -222,6 +222,7 @@ func (c *Client) Lock(ctx context.Context, name string) (*Lock, error) {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: ctx.Err()}
 	}
 	var wake <-chan struct{}
+	woken := 0 // attempts left in the short-retry window after a wake-up
 	for {
 		l, err := c.TryLock(ctx, name)
 		var qe *QuorumError
@@ -229,6 +230,13 @@ func (c *Client) Lock(ctx context.Context, name string) (*Lock, error) {
 			return l, err
 		}
 		delay := c.retryDelay()
+		if woken > 0 {
+			// Woken waiters of several clients can split the votes so that
+			// nobody wins, and then no Unlock will wake anyone: retry soon,
+			// a couple of times, before falling back to the long delay.
+			woken--
+			delay = rand.N(2 * handoffSpread)
+		}
 		if wake == nil {
 			var done func()
 			wake, done = c.notify.wait(key)
@@ -245,6 +253,7 @@ func (c *Client) Lock(ctx context.Context, name string) (*Lock, error) {
 		case <-t.C:
 		case <-wake:
 			t.Stop()
+			woken = 2
 			if !sleepCtx(ctx, wakeDelay(time.Since(started))) {
 				qe.Cause = ctx.Err()
 				return nil, qe

@@ -22,9 +22,10 @@ func main() {
 	out := flag.String("out", "../docs/benchmarks.md", "where to write the report")
 	chart := flag.String("chart", "../docs/benchmarks-nodes.svg", "where to write the latency chart")
 	quick := flag.Bool("quick", false, "fewer iterations, for a smoke run")
+	only := flag.String("only", "", "run one step (latency, scaling, faults, contention) and print it, without writing the report")
 	flag.Parse()
 	redis.SetLogger(quiet{})
-	if err := run(context.Background(), *out, *chart, *quick); err != nil {
+	if err := run(context.Background(), *out, *chart, *quick, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -34,7 +35,7 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-func run(ctx context.Context, out, chart string, quick bool) error {
+func run(ctx context.Context, out, chart string, quick bool, only string) error {
 	g, err := node.StartProcesses(ctx, 9, node.Config{})
 	if err != nil {
 		return err
@@ -57,10 +58,17 @@ func run(ctx context.Context, out, chart string, quick bool) error {
 		{"contention", s.contention},
 	}
 	for _, st := range steps {
+		if only != "" && st.name != only {
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "measuring %s...\n", st.name)
 		if err := st.f(ctx, r); err != nil {
 			return fmt.Errorf("%s: %w", st.name, err)
 		}
+	}
+	if only != "" {
+		fmt.Printf("%+v\n", *r)
+		return nil
 	}
 	return r.write(out, chart)
 }
