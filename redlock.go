@@ -222,7 +222,7 @@ func (c *Client) Lock(ctx context.Context, name string) (*Lock, error) {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: ctx.Err()}
 	}
 	var wake <-chan struct{}
-	woken := 0 // attempts left in the short-retry window after a wake-up
+	woken, backoff := false, 0 // after a wake-up: retry with short, growing delays
 	for {
 		l, err := c.TryLock(ctx, name)
 		var qe *QuorumError
@@ -230,12 +230,17 @@ func (c *Client) Lock(ctx context.Context, name string) (*Lock, error) {
 			return l, err
 		}
 		delay := c.retryDelay()
-		if woken > 0 {
+		if woken {
 			// Woken waiters of several clients can split the votes so that
-			// nobody wins, and then no Unlock will wake anyone: retry soon,
-			// a couple of times, before falling back to the long delay.
-			woken--
-			delay = rand.N(2 * handoffSpread)
+			// nobody wins, and then no Unlock will wake anyone: retry after
+			// short random delays that double each time, until they reach
+			// the configured retry delay.
+			if short := handoffSpread << backoff; short < delay {
+				delay = rand.N(short)
+				backoff++
+			} else {
+				woken = false
+			}
 		}
 		if wake == nil {
 			var done func()
@@ -253,7 +258,7 @@ func (c *Client) Lock(ctx context.Context, name string) (*Lock, error) {
 		case <-t.C:
 		case <-wake:
 			t.Stop()
-			woken = 2
+			woken, backoff = true, 1
 			if !sleepCtx(ctx, wakeDelay(time.Since(started))) {
 				qe.Cause = ctx.Err()
 				return nil, qe
