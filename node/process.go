@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -189,7 +190,7 @@ func (p *Process) Start(ctx context.Context) error {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	if err := p.waitReady(ctx, exited); err != nil {
+	if err := p.waitReady(ctx, cmd.Process.Pid, exited); err != nil {
 		_ = cmd.Process.Kill()
 		<-exited
 		return err
@@ -198,10 +199,16 @@ func (p *Process) Start(ctx context.Context) error {
 	return nil
 }
 
-func (p *Process) waitReady(ctx context.Context, exited <-chan struct{}) error {
+func (p *Process) waitReady(ctx context.Context, pid int, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
 	defer cancel()
 	err := waitPing(ctx, p.DirectAddr(), exited)
+	if err == nil {
+		// Another node started at the same moment may have drawn the same
+		// free port: then this server failed to bind, and the PING was
+		// answered by the other one. Make sure it is ours.
+		err = checkPid(ctx, p.DirectAddr(), pid)
+	}
 	if errors.Is(err, errExited) {
 		log := filepath.Join(p.dir, "redis.log")
 		return fmt.Errorf("node %s: redis-server exited at start; see %s: %s", p.cfg.Name, log, lastLines(log))
@@ -210,6 +217,26 @@ func (p *Process) waitReady(ctx context.Context, exited <-chan struct{}) error {
 		return fmt.Errorf("node %s: redis-server did not answer PING: %w", p.cfg.Name, err)
 	}
 	return nil
+}
+
+var errNotOurs = errors.New("the port is served by another process")
+
+func checkPid(ctx context.Context, addr string, pid int) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			if v != strconv.Itoa(pid) {
+				return fmt.Errorf("%w (pid %s, ours %d)", errNotOurs, v, pid)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no process_id in INFO server")
 }
 
 func lastLines(path string) string {
