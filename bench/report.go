@@ -157,7 +157,10 @@ const notes = `## Reading the results, and where targets are missed
   optimised; profile before trading clarity for it.
 - **Faults.** With nodes paused the library never waits for them: the collector decides at the majority,
   and gives up on silent nodes at its own node timeout even though go-redis ignores context deadlines by
-  default. redsync waits out go-redis's 5 s ReadTimeout on each paused node.
+  default. redsync waits out go-redis's 5 s ReadTimeout on each paused node. The "within 3x of healthy
+  p99" ratio rests on the three slowest of 300 attempts, a few milliseconds of scheduling noise on two
+  shared cores: it measured 1.4x, 2.3x, 2.8x and 9.9x (0.4 ms healthy against 4.2 ms) in four runs,
+  while the p50 stays flat.
 - **Contention.** Waiters wake on Unlock through pub/sub (one subscriber connection per node per client),
   the oldest waiter of a client first, with an age-weighted delay across clients, and the releaser yields
   for a moment. Nearly every acquisition is now a handoff and every goroutine gets close to its fair share.
