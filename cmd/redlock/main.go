@@ -25,6 +25,8 @@ import (
 )
 
 const usage = `usage:
+  redlock exec [flags] NAME -- CMD [ARGS...]
+                             hold a lock while a command runs (cron jobs on exactly one host)
   redlock chaos [flags]      run fault scenarios against local nodes and check the history
   redlock nodes up [flags]   start local redis-server nodes and print their addresses
 
@@ -38,6 +40,10 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "redlock:", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
 		os.Exit(1)
 	}
 }
@@ -48,6 +54,8 @@ func (quiet) Printf(context.Context, string, ...any) {}
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	switch {
+	case len(args) >= 1 && args[0] == "exec":
+		return runExec(ctx, args[1:], os.Stderr)
 	case len(args) >= 1 && args[0] == "chaos":
 		return runChaos(ctx, args[1:], out)
 	case len(args) >= 2 && args[0] == "nodes" && args[1] == "up":

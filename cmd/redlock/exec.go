@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/redis/go-redis/v9"
+)
+
+// exitError carries the exit code the command must end with.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// runExec holds a lock while a command runs, like `etcdctl lock` and
+// `consul lock`:
+//
+//	redlock exec --nodes redis://h1:6379,redis://h2:6379,... --ttl 10s NAME -- CMD ARGS...
+//
+// The child gets REDLOCK_NAME and REDLOCK_TOKEN. The lock is extended while
+// it runs; if it is lost, the child gets SIGTERM, then SIGKILL after the
+// grace period, and exec exits with 75. If the lock cannot be acquired it
+// exits with 73; otherwise the child's exit code is passed through.
+func runExec(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	nodesFlag := fs.String("nodes", os.Getenv("REDLOCK_NODES"), "comma-separated redis:// or rediss:// URLs (or REDLOCK_NODES)")
+	ttl := fs.Duration("ttl", 10*time.Second, "lock TTL; the lock is extended every TTL/3")
+	wait := fs.Duration("wait", 0, "how long to wait for the lock (0: fail at once if held)")
+	grace := fs.Duration("grace", 10*time.Second, "after SIGTERM on lock loss, how long before SIGKILL")
+	nodeTimeout := fs.Duration("node-timeout", redlock.DefaultNodeTimeout, "per-node timeout")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{2, err}
+	}
+	rest := fs.Args()
+	if len(rest) < 2 || (rest[1] == "--" && len(rest) < 3) {
+		return &exitError{2, errors.New("usage: redlock exec [flags] NAME -- CMD [ARGS...]")}
+	}
+	name, cmdArgs := rest[0], rest[1:]
+	if cmdArgs[0] == "--" {
+		cmdArgs = cmdArgs[1:]
+	}
+	clients, err := dialNodes(*nodesFlag)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := redlock.New(clients, redlock.WithTTL(*ttl), redlock.WithNodeTimeout(*nodeTimeout), redlock.WithLogger(log))
+	if err != nil {
+		return &exitError{2, err}
+	}
+	defer c.Close()
+
+	lockCtx := ctx
+	if *wait > 0 {
+		var cancel context.CancelFunc
+		lockCtx, cancel = context.WithTimeout(ctx, *wait)
+		defer cancel()
+	}
+	var l *redlock.Lock
+	if *wait > 0 {
+		l, err = c.Lock(lockCtx, name)
+	} else {
+		l, err = c.TryLock(lockCtx, name)
+	}
+	if err != nil {
+		return &exitError{73, fmt.Errorf("could not acquire %q: %w", name, err)}
+	}
+	return holdWhileRunning(ctx, c, l, cmdArgs, *ttl, *grace)
+}
+
+// holdWhileRunning runs the child under l, extending it, and stops the
+// child if the lock is lost.
+func holdWhileRunning(ctx context.Context, c *redlock.Client, l *redlock.Lock, argv []string, ttl, grace time.Duration) error {
+	defer l.Unlock(context.Background())
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), "REDLOCK_NAME="+l.Name(), "REDLOCK_TOKEN="+strconv.FormatUint(l.Token(), 10))
+	if err := cmd.Start(); err != nil {
+		return &exitError{127, fmt.Errorf("start %s: %w", argv[0], err)}
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	tick := time.NewTicker(ttl / 3)
+	defer tick.Stop()
+	var lost error
+	var kill *time.Timer
+	stop := func(why error) {
+		lost = why
+		fmt.Fprintf(os.Stderr, "redlock: lock %q lost (%v); sending SIGTERM to %s, SIGKILL in %v\n", l.Name(), why, argv[0], grace)
+		cmd.Process.Signal(syscall.SIGTERM)
+		kill = time.AfterFunc(grace, func() { cmd.Process.Signal(syscall.SIGKILL) })
+	}
+	interrupted, expired := ctx.Done(), l.Done()
+	for {
+		select {
+		case err := <-exited:
+			if kill != nil {
+				kill.Stop()
+			}
+			if lost != nil {
+				return &exitError{75, fmt.Errorf("lock %q lost while the command ran: %w", l.Name(), lost)}
+			}
+			return childExit(err)
+		case <-interrupted:
+			interrupted = nil
+			cmd.Process.Signal(syscall.SIGTERM) // pass the interrupt on; the child decides
+		case <-expired:
+			expired = nil
+			if lost == nil {
+				stop(errors.New("validity ended"))
+			}
+		case <-tick.C:
+			if lost != nil {
+				continue
+			}
+			if err := l.Extend(context.Background()); err != nil && (errors.Is(err, redlock.ErrExpired) || time.Until(l.Until()) <= ttl/3) {
+				stop(err)
+			}
+		}
+	}
+}
+
+func childExit(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code := ee.ExitCode()
+		if code < 0 {
+			code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
+		}
+		return &exitError{code, fmt.Errorf("command exited with %d", code)}
+	}
+	return &exitError{1, err}
+}
+
+// dialNodes parses redis:// and rediss:// URLs. A URL without a password
+// takes REDLOCK_PASSWORD, so secrets stay out of the command line.
+func dialNodes(list string) ([]redis.UniversalClient, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, errors.New("no nodes: give --nodes or REDLOCK_NODES")
+	}
+	var clients []redis.UniversalClient
+	for _, u := range strings.Split(list, ",") {
+		opt, err := redis.ParseURL(strings.TrimSpace(u))
+		if err != nil {
+			return nil, fmt.Errorf("node %q: %w", u, err)
+		}
+		if opt.Password == "" {
+			opt.Password = os.Getenv("REDLOCK_PASSWORD")
+		}
+		opt.ContextTimeoutEnabled = true
+		clients = append(clients, redis.NewClient(opt))
+	}
+	return clients, nil
+}
