@@ -22,7 +22,7 @@ func TestScenarios(t *testing.T) { runAll(t, chaos.Processes{}, 3*time.Second) }
 // The same in Docker containers built from the host's redis-server.
 func TestScenariosInContainers(t *testing.T) {
 	node.RequireDocker(t)
-	runAll(t, chaos.Containers{}, 2*time.Second)
+	runAll(t, chaos.Containers{}, 3*time.Second)
 }
 
 func runAll(t *testing.T, backend chaos.Backend, d time.Duration) {

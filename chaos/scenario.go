@@ -197,7 +197,7 @@ var Scenarios = []Scenario{
 				if err := e.Do(ctx, []int{0, 1, 2}, "clock +2xTTL", jump(2*e.TTL), nil, 0); err != nil {
 					return err
 				}
-				e.Sleep(ctx, e.TTL)
+				e.Sleep(ctx, e.TTL/2)
 			}
 			return nil
 		},
