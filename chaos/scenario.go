@@ -157,6 +157,18 @@ func latency(d time.Duration) func(node.Node) error {
 	return func(n node.Node) error { return n.SetLatency(context.Background(), d) }
 }
 
+// jumpWhileHeld jumps the clocks of n0-n2 by d each time a worker is a
+// moment into its critical section, resting between jumps.
+func jumpWhileHeld(ctx context.Context, e *Env, d time.Duration, what string, rest time.Duration) error {
+	for e.WaitHeld(ctx) && e.Sleep(ctx, e.TTL/20) {
+		if err := e.Do(ctx, []int{0, 1, 2}, what, jump(d), nil, 0); err != nil {
+			return err
+		}
+		e.Sleep(ctx, rest)
+	}
+	return nil
+}
+
 // Scenarios is the table of docs/chaos.md, in order.
 var Scenarios = []Scenario{
 	{
@@ -193,26 +205,14 @@ var Scenarios = []Scenario{
 			if err := e.Do(ctx, []int{3, 4}, "cut off", cut, nil, 0); err != nil {
 				return err
 			}
-			for e.WaitHeld(ctx) && e.Sleep(ctx, e.TTL/20) {
-				if err := e.Do(ctx, []int{0, 1, 2}, "clock +2xTTL", jump(2*e.TTL), nil, 0); err != nil {
-					return err
-				}
-				e.Sleep(ctx, e.TTL/2)
-			}
-			return nil
+			return jumpWhileHeld(ctx, e, 2*e.TTL, "clock +2xTTL", e.TTL/2)
 		},
 	},
 	{
 		Name: "clock-backward", Fault: "n0-n2 clocks jump 2x TTL back while a lock is held",
 		Unfenced: Holds,
 		Inject: func(ctx context.Context, e *Env) error {
-			for e.WaitHeld(ctx) && e.Sleep(ctx, e.TTL/20) {
-				if err := e.Do(ctx, []int{0, 1, 2}, "clock -2xTTL", jump(-2*e.TTL), nil, 0); err != nil {
-					return err
-				}
-				e.Sleep(ctx, e.TTL)
-			}
-			return nil
+			return jumpWhileHeld(ctx, e, -2*e.TTL, "clock -2xTTL", e.TTL)
 		},
 	},
 	{
