@@ -107,14 +107,11 @@ func StartContainer(ctx context.Context, cfg ContainerConfig) (*Container, error
 	}
 	for _, sub := range []string{"data", "clock"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o777); err != nil {
+			os.RemoveAll(dir)
 			return nil, err
 		}
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	c := &Container{cfg: cfg, pool: pool, dir: dir, hostPort: port}
+	c := &Container{cfg: cfg, pool: pool, dir: dir}
 	c.linkFaults.name, c.clockFaults.name = cfg.Name, cfg.Name
 
 	args := []string{"--port", "6379", "--bind", "0.0.0.0", "--dir", "/data", "--save", "",
@@ -124,38 +121,15 @@ func StartContainer(ctx context.Context, cfg ContainerConfig) (*Container, error
 	if fakeClock {
 		c.clockFaults.file = filepath.Join(dir, "clock", "offset")
 		if err := os.WriteFile(c.clockFaults.file, []byte("+0\n"), 0o644); err != nil {
+			os.RemoveAll(dir)
 			return nil, err
 		}
 		env = append(env, "LD_LIBRARY_PATH=/stub", "LD_PRELOAD=/faketime/libfaketime.so.1",
 			"FAKETIME_TIMESTAMP_FILE=/clock/offset", "FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1")
 	}
-	opts := &dockertest.RunOptions{
-		Name:       fmt.Sprintf("redlock-%s-%d", cfg.Name, port),
-		Repository: image,
-		Tag:        "latest",
-		Env:        env,
-		Mounts:     []string{filepath.Join(dir, "data") + ":/data", filepath.Join(dir, "clock") + ":/clock"},
-		PortBindings: map[dc.Port][]dc.PortBinding{
-			"6379/tcp": {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)}},
-		},
-		ExposedPorts: []string{"6379/tcp"},
-		Labels:       map[string]string{"redlock.node": cfg.Name},
-	}
-	if cfg.Image == "" {
-		opts.Cmd = args
-	} else {
-		opts.Cmd = append([]string{"redis-server"}, args...)
-	}
-	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		opts.Repository, opts.Tag = image[:i], image[i+1:]
-	}
-	c.res, err = pool.RunWithOptions(opts, func(hc *dc.HostConfig) {
-		hc.AutoRemove = false
-		hc.RestartPolicy = dc.RestartPolicy{Name: "no"}
-	})
-	if err != nil {
+	if err := c.run(image, env, args); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("node %s: run container: %w", cfg.Name, err)
+		return nil, err
 	}
 	c.state = running
 	if err := c.waitReady(ctx); err != nil {
@@ -169,6 +143,68 @@ func StartContainer(ctx context.Context, cfg ContainerConfig) (*Container, error
 		}
 	}
 	return c, nil
+}
+
+// run creates and starts the container on a free loopback port. Another
+// program can take the port between freePort and Docker's bind; then the
+// half-made container is removed and another port drawn.
+func (c *Container) run(image string, env, args []string) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if c.hostPort, err = freePort(); err != nil {
+			return err
+		}
+		name := fmt.Sprintf("redlock-%s-%d", c.cfg.Name, c.hostPort)
+		opts := &dockertest.RunOptions{
+			Name:       name,
+			Repository: image,
+			Tag:        "latest",
+			Env:        env,
+			Mounts:     []string{filepath.Join(c.dir, "data") + ":/data", filepath.Join(c.dir, "clock") + ":/clock"},
+			PortBindings: map[dc.Port][]dc.PortBinding{
+				"6379/tcp": {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(c.hostPort)}},
+			},
+			ExposedPorts: []string{"6379/tcp"},
+			Labels:       map[string]string{"redlock.node": c.cfg.Name},
+		}
+		if c.cfg.Image == "" {
+			opts.Cmd = args
+		} else {
+			opts.Cmd = append([]string{"redis-server"}, args...)
+		}
+		if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+			opts.Repository, opts.Tag = image[:i], image[i+1:]
+		}
+		c.res, err = c.pool.RunWithOptions(opts, func(hc *dc.HostConfig) {
+			hc.AutoRemove = false
+			hc.RestartPolicy = dc.RestartPolicy{Name: "no"}
+		})
+		if err == nil {
+			return nil
+		}
+		// dockertest leaves a container that was created but failed to start.
+		_ = c.removeByName(name)
+		if !strings.Contains(err.Error(), "port is already allocated") {
+			break
+		}
+	}
+	return fmt.Errorf("node %s: run container: %w", c.cfg.Name, err)
+}
+
+// removeByName removes the container called exactly name, if there is one.
+func (c *Container) removeByName(name string) error {
+	found, err := c.pool.Client.ListContainers(dc.ListContainersOptions{
+		All: true, Filters: map[string][]string{"name": {"^/" + name + "$"}},
+	})
+	if err != nil {
+		return err
+	}
+	for _, f := range found {
+		if err := c.pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: f.ID, Force: true, RemoveVolumes: true}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // StartContainers starts n containerised nodes, named n0..n(n-1).
