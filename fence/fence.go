@@ -7,7 +7,7 @@
 // is admitted (the same holder's later operations and retries); a higher
 // token raises the mark. Admission and the operation must be one atomic
 // step, or a stale write can slip in between: use Memory.Do, the fenced
-// writes of Redis, or a single transaction in your own store.
+// writes of Redis, Postgres.Do, or a single transaction in your own store.
 //
 // Fence reads too where the holder reads, decides and writes (a
 // read-modify-write): otherwise a new holder's read can be followed by a

@@ -1,5 +1,5 @@
 // Package fencetest is the conformance suite every fence.Fence must pass:
-// the in-memory, Redis and HTTP fences here, and any a user writes.
+// the in-memory, Redis, PostgreSQL and HTTP fences here, and any a user writes.
 package fencetest
 
 import (

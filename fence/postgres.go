@@ -1,0 +1,170 @@
+package fence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+)
+
+// Postgres is a Fence kept in the protected service's own PostgreSQL
+// database: one high-water-mark row per resource, raised in the same
+// transaction as the write it guards. It works through database/sql with
+// any PostgreSQL driver (pgx's stdlib, lib/pq); it imports none itself.
+//
+// The row of a resource is locked from admission until the transaction
+// ends, so fenced transactions on one resource run one after another, and a
+// stale one that waited behind a newer holder sees the newer token and is
+// rejected. Transactions on different resources do not wait for each other.
+type Postgres struct {
+	db    *sql.DB
+	table string
+
+	upsert, read string
+}
+
+var _ Fence = (*Postgres)(nil)
+
+// DefaultPostgresTable is the table NewPostgres uses when given "".
+const DefaultPostgresTable = "fence_tokens"
+
+// ErrTokenRange: a token above the largest bigint, which the SQL fence
+// cannot store. Tokens from this module's lock client stay below 2^53.
+var ErrTokenRange = errors.New("fence: token does not fit in a bigint")
+
+var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
+
+// NewPostgres returns a fence stored in table ("" for DefaultPostgresTable;
+// "schema.table" works). Create the table with CreateTable, or put
+// PostgresSchema(table) in your migrations.
+func NewPostgres(db *sql.DB, table string) (*Postgres, error) {
+	if table == "" {
+		table = DefaultPostgresTable
+	}
+	if !tableName.MatchString(table) {
+		return nil, fmt.Errorf("fence: %q is not a plain [schema.]table name", table)
+	}
+	return &Postgres{
+		db:    db,
+		table: table,
+		// The WHERE clause raises the mark only for a higher token, or fills
+		// in a holder that was unknown. When it is false the row is still
+		// locked (ON CONFLICT DO UPDATE locks the conflicting row either
+		// way), so the read that follows sees what the decision is made on.
+		upsert: `INSERT INTO ` + table + ` AS f (resource, highest, holder) VALUES ($1, $2, $3)
+ON CONFLICT (resource) DO UPDATE SET highest = EXCLUDED.highest, holder = EXCLUDED.holder
+WHERE f.highest < EXCLUDED.highest OR (f.highest = EXCLUDED.highest AND f.holder = '')
+RETURNING highest`,
+		read: `SELECT highest, holder FROM ` + table + ` WHERE resource = $1`,
+	}, nil
+}
+
+// PostgresSchema is the DDL of the fence table.
+func PostgresSchema(table string) string {
+	if table == "" {
+		table = DefaultPostgresTable
+	}
+	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
+  resource text PRIMARY KEY,
+  highest  bigint NOT NULL CHECK (highest > 0),
+  holder   text NOT NULL DEFAULT ''
+)`
+}
+
+// CreateTable creates the fence table if it does not exist.
+func (p *Postgres) CreateTable(ctx context.Context) error {
+	_, err := p.db.ExecContext(ctx, PostgresSchema(p.table))
+	return err
+}
+
+// Admit implements Fence: it admits the token in a transaction of its own.
+// A service that writes its data in PostgreSQL wants Do or AdmitTx instead,
+// so that the admission and the write commit together.
+func (p *Postgres) Admit(ctx context.Context, resource string, token uint64, holder string) error {
+	return p.Do(ctx, resource, token, holder, nil)
+}
+
+// Do runs fn in a transaction that first admits the token. If the token is
+// stale or reused, fn does not run and nothing is written. If fn returns an
+// error, the transaction rolls back (the admission too) and Do returns that
+// error; otherwise Do commits and returns the commit's error.
+//
+// fn must do all its work through tx. Do does not retry serialization
+// failures: at the default READ COMMITTED isolation the admission itself
+// never causes one.
+func (p *Postgres) Do(ctx context.Context, resource string, token uint64, holder string,
+	fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
+	if err := validatePostgres(resource, token); err != nil {
+		return err
+	}
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback() // err says why; a failed rollback adds nothing
+		}
+	}()
+	if err := p.AdmitTx(ctx, tx, resource, token, holder); err != nil {
+		return err
+	}
+	if fn != nil {
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// AdmitTx admits the token inside the caller's transaction, and locks the
+// resource's row until it ends. On a stale or reused token the caller must
+// roll back: the transaction has written nothing of the fence's, but may
+// hold the caller's earlier writes.
+func (p *Postgres) AdmitTx(ctx context.Context, tx *sql.Tx, resource string, token uint64, holder string) error {
+	if err := validatePostgres(resource, token); err != nil {
+		return err
+	}
+	var raised int64
+	err := tx.QueryRowContext(ctx, p.upsert, resource, int64(token), holder).Scan(&raised)
+	if err == nil {
+		return nil // inserted, or raised
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("fence: admit %q: %w", resource, err)
+	}
+	var highest int64
+	var stored string
+	if err := tx.QueryRowContext(ctx, p.read, resource).Scan(&highest, &stored); err != nil {
+		return fmt.Errorf("fence: admit %q: %w", resource, err)
+	}
+	switch {
+	case int64(token) < highest:
+		return &StaleTokenError{Resource: resource, Token: token, Highest: uint64(highest)}
+	case holder != "" && stored != "" && holder != stored:
+		return &ReusedTokenError{Resource: resource, Token: token, Holder: holder, StoredHolder: stored}
+	}
+	return nil // the same token again, from its holder or an unknown one
+}
+
+// Highest returns the highest token admitted for resource (0 if none).
+func (p *Postgres) Highest(ctx context.Context, resource string) (uint64, error) {
+	var highest int64
+	err := p.db.QueryRowContext(ctx, `SELECT highest FROM `+p.table+` WHERE resource = $1`, resource).Scan(&highest)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return uint64(highest), err
+}
+
+func validatePostgres(resource string, token uint64) error {
+	if err := validate(resource, token); err != nil {
+		return err
+	}
+	if token > math.MaxInt64 {
+		return fmt.Errorf("%w: %d", ErrTokenRange, token)
+	}
+	return nil
+}
