@@ -1,14 +1,24 @@
-// Command redlock runs the chaos harness and starts local nodes.
+// Command redlock is the operator's tool for a RedLock deployment.
 //
-//	redlock chaos [-scenario all] [-duration 4s] [-report chaos-report.html]
-//	redlock nodes up [-n 5]
+//	redlock exec --nodes URLS [--ttl 10s] NAME -- CMD ARGS...   hold a lock while a command runs
+//	redlock doctor --nodes URLS [--json]                         preflight check of the nodes
+//	redlock provision --nodes URLS                               give the nodes their fencing ids
+//	redlock repair --nodes URLS --node I                         bring back a node that lost its data
+//	redlock chaos [--scenario all] [--duration 4s] [--json]      fault scenarios, checked
+//	redlock nodes up [-n 5] [--json]                             local nodes for development
 //
-// It uses the standard flag package: two subcommands with a handful of
-// flags each do not need a CLI framework.
+// Nodes are redis:// or rediss:// URLs; a URL without a password takes
+// REDLOCK_PASSWORD, and --nodes defaults to REDLOCK_NODES.
+//
+// It uses the standard flag package rather than cobra: six subcommands
+// with a few flags each, dispatched by a switch, need no framework, and the
+// binary keeps the library's small dependency set. Flags take one or two
+// dashes, as flag allows.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,10 +37,15 @@ import (
 const usage = `usage:
   redlock exec [flags] NAME -- CMD [ARGS...]
                              hold a lock while a command runs (cron jobs on exactly one host)
+  redlock doctor [flags]     check a deployment's nodes: independence, persistence, eviction,
+                             version, round trip, clock skew, fencing ids (exit 1 on failure)
+  redlock provision [flags]  give every node its fencing id
+  redlock repair --node I    bring back a node that lost its data (amnesiac)
   redlock chaos [flags]      run fault scenarios against local nodes and check the history
   redlock nodes up [flags]   start local redis-server nodes and print their addresses
 
-Run "redlock chaos -h" or "redlock nodes up -h" for the flags.
+Nodes: --nodes redis://[:PASSWORD@]HOST:PORT,rediss://... or REDLOCK_NODES; REDLOCK_PASSWORD
+for URLs without a password. Run "redlock COMMAND -h" for the flags.
 `
 
 func main() {
@@ -56,6 +71,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	switch {
 	case len(args) >= 1 && args[0] == "exec":
 		return runExec(ctx, args[1:], os.Stderr)
+	case len(args) >= 1 && args[0] == "doctor":
+		return runDoctor(ctx, args[1:], out)
+	case len(args) >= 1 && args[0] == "provision":
+		return runProvision(ctx, args[1:], out)
+	case len(args) >= 1 && args[0] == "repair":
+		return runRepair(ctx, args[1:], out)
 	case len(args) >= 1 && args[0] == "chaos":
 		return runChaos(ctx, args[1:], out)
 	case len(args) >= 2 && args[0] == "nodes" && args[1] == "up":
@@ -75,6 +96,7 @@ func runChaos(ctx context.Context, args []string, out io.Writer) error {
 	backend := fs.String("backend", "process", "node backend: process or docker")
 	image := fs.String("image", "", "docker backend: image to run (default: built from the host's redis-server)")
 	report := fs.String("report", "chaos-report.html", "where to write the HTML report (empty: none)")
+	asJSON := fs.Bool("json", false, "print the verdicts and findings as JSON instead of tables")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -114,7 +136,9 @@ func runChaos(ctx context.Context, args []string, out io.Writer) error {
 	var results []*chaos.Result
 	for _, s := range scenarios {
 		for _, fenced := range modes {
-			fmt.Fprintf(out, "running %-16s fencing %-3s (%v)...\n", s.Name, onOff(fenced), *duration)
+			if !*asJSON {
+				fmt.Fprintf(out, "running %-16s fencing %-3s (%v)...\n", s.Name, onOff(fenced), *duration)
+			}
 			r, err := chaos.Run(ctx, chaos.Config{Scenario: s, Fenced: fenced, Duration: *duration,
 				TTL: *ttl, Workers: *workers, Backend: be})
 			if err != nil {
@@ -126,9 +150,15 @@ func runChaos(ctx context.Context, args []string, out io.Writer) error {
 			}
 		}
 	}
-	fmt.Fprintln(out)
-	chaos.WriteTable(out, results)
-	chaos.WriteEvidence(out, results)
+	if *asJSON {
+		if err := writeChaosJSON(out, results, *report); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(out)
+		chaos.WriteTable(out, results)
+		chaos.WriteEvidence(out, results)
+	}
 	if *report != "" {
 		f, err := os.Create(*report)
 		if err != nil {
@@ -141,7 +171,9 @@ func runChaos(ctx context.Context, args []string, out io.Writer) error {
 		if err := f.Close(); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "\nreport: %s\n", *report)
+		if !*asJSON {
+			fmt.Fprintf(out, "\nreport: %s\n", *report)
+		}
 	}
 	failed := 0
 	for _, r := range results {
@@ -159,6 +191,7 @@ func nodesUp(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("nodes up", flag.ContinueOnError)
 	n := fs.Int("n", 5, "how many nodes")
 	aof := fs.Bool("aof", true, "persist with appendfsync always, as fencing tokens need")
+	asJSON := fs.Bool("json", false, `print {"nodes": [URL, ...]} instead of a comma-separated list`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -175,7 +208,13 @@ func nodesUp(ctx context.Context, args []string, out io.Writer) error {
 	for i, nd := range g {
 		urls[i] = "redis://" + nd.Addr()
 	}
-	fmt.Fprintln(out, strings.Join(urls, ","))
+	if *asJSON {
+		if err := json.NewEncoder(out).Encode(map[string][]string{"nodes": urls}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(out, strings.Join(urls, ","))
+	}
 	fmt.Fprintln(os.Stderr, "nodes are up; press Ctrl-C to stop them and delete their data")
 	<-ctx.Done()
 	return nil
@@ -194,4 +233,37 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// chaosRunJSON is one run in `redlock chaos --json`.
+type chaosRunJSON struct {
+	Scenario   string            `json:"scenario"`
+	Fencing    bool              `json:"fencing"`
+	OK         bool              `json:"ok"`
+	Verdict    string            `json:"verdict"`
+	Holds      int               `json:"holds"`
+	Faults     int               `json:"faults"`
+	Acked      int               `json:"acked_writes"`
+	Findings   map[string]int    `json:"findings"`
+	Violations []chaos.Violation `json:"violations,omitempty"`
+}
+
+func writeChaosJSON(out io.Writer, results []*chaos.Result, report string) error {
+	runs := make([]chaosRunJSON, 0, len(results))
+	for _, r := range results {
+		f := r.Findings
+		runs = append(runs, chaosRunJSON{
+			Scenario: r.Config.Scenario.Name, Fencing: r.Config.Fenced, OK: r.Verdict.OK, Verdict: r.Verdict.Text,
+			Holds: len(r.History.Holds), Faults: len(r.History.Faults), Acked: r.History.Acked,
+			Findings: map[string]int{
+				"overlaps": f.Overlaps, "lease_overlaps": f.LeaseOverlaps, "overruns": f.Overruns,
+				"stale_rejected": f.StaleRejected, "stale_accepted": f.StaleAccepted, "duplicate_tokens": f.Duplicates,
+				"token_order": f.TokenOrder, "lost_writes": f.LostWrites,
+			},
+			Violations: f.Violations,
+		})
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"runs": runs, "report": report})
 }
