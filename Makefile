@@ -11,12 +11,14 @@ export CGO_ENABLED := 1
 
 all: lint test
 
-## deps: install redis-server, and libfaketime and gcc for clock faults, when missing.
+## deps: install redis-server, libfaketime and gcc for clock faults, and PostgreSQL (the SQL
+## fence's tests start their own server on loopback), when missing.
 deps:
 	@missing=""; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
 	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing="$$missing faketime"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$missing"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
@@ -28,6 +30,7 @@ deps:
 ## and two suites fighting over two cores make them noisy.
 test: deps
 	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
+	cd redlockotel && $(GO) test -race -count=1 -timeout 5m ./...
 
 ## demo: every chaos scenario, with and without fencing, a few seconds each; prints the
 ## table and writes chaos-report.html.
@@ -42,6 +45,7 @@ chaos: deps
 lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	cd redlockotel && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 ## bench: this library against redsync, bsm/redislock and a raw fan-out on the same local nodes;
 ## writes docs/benchmarks.md and docs/benchmarks-nodes.svg (about 6 minutes).

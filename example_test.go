@@ -86,3 +86,28 @@ func ExampleLock_Token() {
 	// B writes: <nil>
 	// A writes: true
 }
+
+// An observer sees each node's answer and the timings of every operation;
+// package redlockotel turns the same events into OpenTelemetry metrics.
+func ExampleWithObserver() {
+	nodes, stop := exampleNodes()
+	defer stop()
+	obs := redlock.ObserverFunc(func(ctx context.Context, ev redlock.Event) {
+		granted := 0
+		for _, n := range ev.Nodes {
+			if n.Outcome == redlock.NodeGranted {
+				granted++ // n.Latency is this node's round trip
+			}
+		}
+		fmt.Printf("%s %q: err=%v, granted by at least a majority: %v\n", ev.Op, ev.Name, ev.Err, granted >= 3)
+	})
+	c, _ := redlock.New(nodes, redlock.WithObserver(obs), redlock.WithoutFencing())
+	defer c.Close()
+	ctx := context.Background()
+
+	l, _ := c.TryLock(ctx, "report")
+	l.Unlock(ctx)
+	// Output:
+	// lock "report": err=<nil>, granted by at least a majority: true
+	// unlock "report": err=<nil>, granted by at least a majority: true
+}

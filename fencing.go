@@ -45,8 +45,9 @@ func (c *Client) nodeUUIDKey() string { return c.cfg.keyPrefix + ":node-uuid" }
 // fencedAcquireOp is round 1 on one node.
 func (l *Lock) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
 	c := l.c
-	keys := []string{l.key, l.marker, counterKey(l.key), highKey(l.key), c.nodeIDKey()}
-	vals, err := fencedAcquireLua.Run(ctx, node, keys, l.value, c.cfg.ttl.Milliseconds()).Int64Slice()
+	keys := []string{l.key, l.marker, counterKey(l.key), highKey(l.key), c.nodeIDKey(),
+		nextKey(l.key), queueKey(l.key), seenKey(l.key)}
+	vals, err := fencedAcquireLua.Run(ctx, node, keys, l.value, c.cfg.ttl.Milliseconds(), l.waiter, c.staleWaiter(), l.since).Int64Slice()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return NodeFailed, 0, fmt.Errorf("%w: %w", ErrWrongType, err)

@@ -12,19 +12,16 @@ import (
 // Release notifications: a waiter in Lock wakes when the lock is released
 // instead of sleeping out its retry delay (Redisson does the same).
 //
-// The release script PUBLISHes on "<key>:released" when it deletes the lock.
-// Each client keeps one subscriber connection per node, shared by all of
-// its waiters, subscribed to the channels of the names being waited for.
-// Notifications are a hint: a lost one costs only the jittered retry delay,
-// which stays in place as the fallback.
-//
-// Fairness without coordination: a notification wakes only the oldest of a
-// client's waiters for the name; that waiter does not retry at once but
-// after a delay that shrinks with how long it has waited, so across clients
-// the oldest waiter's attempt lands first and wins; and a client that has
-// just released a name lets the notified waiters go first before it takes
-// the name again. Only Unlock notifies: the rollback of a failed attempt
-// does not, or every failed attempt would wake the others into another
+// The release script PUBLISHes on "<key>:released" when Unlock deletes the
+// lock, with the id of the waiter the lock is now promised to (queueLua in
+// scripts.go), or "" when nobody waits. Each client keeps one subscriber
+// connection per node, shared by all of its waiters, subscribed to the
+// channels of the names being waited for. A message naming a waiter wakes
+// that waiter only; an empty one wakes the client's oldest waiter for the
+// name, which then retries after a delay that shrinks with how long it has
+// waited. Notifications are a hint: a lost one costs only the jittered retry
+// delay, which stays in place as the fallback. Rollbacks of failed attempts
+// do not notify, or every failed attempt would wake the others into another
 // round of split votes.
 
 // handoffSpread bounds the age-priority delay of a woken waiter.
@@ -42,13 +39,17 @@ type notifier struct {
 	c *Client
 
 	mu      sync.Mutex
-	nodes   []*subscriber              // one per node, started on first use
-	waiters map[string][]chan struct{} // per channel, oldest first
+	nodes   []*subscriber         // one per node, started on first use
+	waiters map[string][]*waiting // per channel, oldest first
 	closed  bool
 	wg      sync.WaitGroup
+}
 
-	releasedMu sync.Mutex
-	released   map[string]time.Time // when this client last released a name
+// waiting is one Lock call waiting for a name. wake carries true when the
+// lock was promised to it.
+type waiting struct {
+	id   string
+	wake chan bool
 }
 
 // subscriber is one node's subscriber connection. Subscribe and unsubscribe
@@ -66,30 +67,31 @@ type subOp struct {
 
 func (c *Client) releasedChannel(key string) string { return key + ":released" }
 
-// wait registers a waiter for key's release notifications. The returned
-// channel receives (coalesced) notifications; call the cancel func when done.
-func (n *notifier) wait(key string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
+// wait registers the waiter id for key's release notifications. The
+// returned channel receives (coalesced) notifications, true when the lock
+// was promised to this waiter; call the cancel func when done.
+func (n *notifier) wait(key, id string) (<-chan bool, func()) {
+	w := &waiting{id: id, wake: make(chan bool, 1)}
 	channel := n.c.releasedChannel(key)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		return ch, func() {}
+		return w.wake, func() {}
 	}
 	if n.nodes == nil {
 		n.start()
 	}
 	if n.waiters == nil {
-		n.waiters = map[string][]chan struct{}{}
+		n.waiters = map[string][]*waiting{}
 	}
 	if len(n.waiters[channel]) == 0 {
 		n.request(subOp{channel, true})
 	}
-	n.waiters[channel] = append(n.waiters[channel], ch)
-	return ch, func() {
+	n.waiters[channel] = append(n.waiters[channel], w)
+	return w.wake, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		n.waiters[channel] = slices.DeleteFunc(n.waiters[channel], func(c chan struct{}) bool { return c == ch })
+		n.waiters[channel] = slices.DeleteFunc(n.waiters[channel], func(x *waiting) bool { return x == w })
 		if len(n.waiters[channel]) == 0 {
 			delete(n.waiters, channel)
 			if !n.closed {
@@ -118,7 +120,7 @@ func (n *notifier) start() {
 		msgs := s.ps.Channel()
 		n.wg.Go(func() {
 			for m := range msgs {
-				n.deliver(m.Channel)
+				n.deliver(m.Channel, m.Payload)
 			}
 		})
 		n.wg.Go(func() {
@@ -135,16 +137,37 @@ func (n *notifier) start() {
 	}
 }
 
-// deliver wakes this client's oldest waiter for the channel: within one
-// client the lock passes in arrival order, and the others do not pile onto
-// the nodes with attempts that would split the votes.
-func (n *notifier) deliver(channel string) {
+// deliver wakes the waiter the lock was promised to, if it is one of this
+// client's; on an empty payload, this client's oldest waiter for the
+// channel. Every node publishes the same release: the first wakes, the
+// rest coalesce.
+func (n *notifier) deliver(channel, promisedTo string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if ws := n.waiters[channel]; len(ws) > 0 {
-		select {
-		case ws[0] <- struct{}{}:
-		default: // a notification is already pending
+	ws := n.waiters[channel]
+	if len(ws) == 0 {
+		return
+	}
+	w, promised := ws[0], false
+	if promisedTo != "" {
+		i := slices.IndexFunc(ws, func(x *waiting) bool { return x.id == promisedTo })
+		if i < 0 {
+			return // promised to another client's waiter
+		}
+		w, promised = ws[i], true
+	}
+	select {
+	case w.wake <- promised:
+	default: // a notification is pending: make sure it says promised if this one does
+		if promised {
+			select {
+			case <-w.wake:
+			default:
+			}
+			select {
+			case w.wake <- true:
+			default:
+			}
 		}
 	}
 }
@@ -163,32 +186,4 @@ func (n *notifier) close() {
 		s.ps.Close()
 	}
 	n.wg.Wait()
-}
-
-// noteRelease remembers that this client released key just now.
-func (n *notifier) noteRelease(key string) {
-	n.releasedMu.Lock()
-	defer n.releasedMu.Unlock()
-	if n.released == nil {
-		n.released = map[string]time.Time{}
-	}
-	now := time.Now()
-	n.released[key] = now
-	for k, t := range n.released { // keep the map small
-		if now.Sub(t) > time.Second {
-			delete(n.released, k)
-		}
-	}
-}
-
-// yieldAfterRelease is how long Lock lets notified waiters go first when
-// this client released key a moment ago.
-func (n *notifier) yieldAfterRelease(key string) time.Duration {
-	n.releasedMu.Lock()
-	defer n.releasedMu.Unlock()
-	t, ok := n.released[key]
-	if !ok || time.Since(t) > 10*handoffSpread {
-		return 0
-	}
-	return handoffSpread
 }

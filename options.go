@@ -35,6 +35,7 @@ type config struct {
 	retryDelayMax time.Duration
 	keyPrefix     string
 	logger        *slog.Logger
+	observer      Observer
 	clock         clock
 	fencing       bool
 	naive         naiveVariant // tests only: a broken token scheme
@@ -79,7 +80,8 @@ func WithRetryDelay(min, max time.Duration) Option {
 func WithKeyPrefix(prefix string) Option { return func(c *config) { c.keyPrefix = prefix } }
 
 // WithLogger makes the client log what an operator must know about: locks
-// lost, extensions that failed, releases that could not reach a node. Nothing
+// lost, extensions that failed, nodes that lost their fencing state
+// (amnesiac), releases that could not reach a node. Nothing
 // is logged on the success path. Without it the client logs nothing.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 

@@ -122,11 +122,14 @@ func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 	}
-	return c.tryLock(ctx, name, true)
+	return c.tryLock(ctx, name, "", 0, true)
 }
 
-func (c *Client) tryLock(ctx context.Context, name string, mayProvision bool) (*Lock, error) {
+// tryLock makes one attempt. waiter identifies a waiting Lock call in the
+// lock's queue, and since (Unix ms) its place; TryLock passes "".
+func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64, mayProvision bool) (*Lock, error) {
 	l := c.newLock(name)
+	l.waiter, l.since = waiter, since
 	start := c.cfg.clock.Now()
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
 	op := l.acquireOp
@@ -135,47 +138,54 @@ func (c *Client) tryLock(ctx context.Context, name string, mayProvision bool) (*
 	}
 	replies, err := c.fanOut(ctx, nil, op, l.afterAcquire)
 	if err != nil {
+		c.observe(ctx, "lock", name, start, nil, nil, 0, time.Time{}, err)
 		return nil, err
 	}
 	t := newTally(len(c.nodes))
 	ctxErr := c.collect(ctx, replies, t, (*tally).decided, deadline, c.giveUpOnContention)
 
 	qe := &QuorumError{Op: "lock", Name: name, Cause: ctxErr, Nodes: t.snapshot()}
+	var commit []NodeResult
 	if ctxErr == nil && t.won() {
-		qe.Kind, qe.Cause = l.grant(ctx, start, t, qe)
+		commit, qe.Kind, qe.Cause = l.grant(ctx, start, t)
 		if qe.Kind == nil && qe.Cause == nil {
+			c.observe(ctx, "lock", name, start, l.results, commit, l.token, l.until, nil)
 			return l, nil
+		}
+		if commit != nil && qe.Kind != ErrNoValidity {
+			qe.Op, qe.Nodes = "lock (commit)", commit
 		}
 	} else if ctxErr == nil {
 		qe.Kind = classifyAcquire(t)
 	}
 	l.abandon(t)
+	if c.cfg.observer != nil {
+		c.observe(ctx, "lock", name, start, l.results, commit, 0, time.Time{}, qe)
+	}
 	// Every node that answered lacks a fencing identity: most likely a fresh
 	// deployment. Provision it and try once more.
 	if mayProvision && t.counts[NodeAmnesiac] > 0 && t.granted()+t.counts[NodeRefused] == 0 && c.provisionFresh(ctx) {
-		return c.tryLock(ctx, name, false)
+		return c.tryLock(ctx, name, waiter, since, false)
 	}
 	return nil, qe
 }
 
 // grant turns a won round 1 into a held lock: it commits the fencing token
 // (round 2) and checks the validity. On failure it returns why, and the
-// attempt is abandoned; qe.Nodes then describes the round that failed.
-func (l *Lock) grant(ctx context.Context, start time.Time, t *tally, qe *QuorumError) (kind, cause error) {
+// attempt is abandoned. commit is the outcome of round 2, if there was one.
+func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []NodeResult, kind, cause error) {
 	c := l.c
 	validity := func() time.Duration { return c.cfg.ttl - c.cfg.clock.Now().Sub(start) - c.cfg.drift() }
 	var token int64
 	if c.cfg.fencing {
 		token = t.best
 		if c.cfg.naive == naiveEarlyValidity && validity() <= 0 {
-			return ErrNoValidity, nil
+			return nil, ErrNoValidity, nil
 		}
 		if c.cfg.naive != naiveNoCommit {
-			nodes, kind, cause := l.commit(ctx, token)
+			commit, kind, cause = l.commit(ctx, token)
 			if kind != nil || cause != nil {
-				qe.Op = "lock (commit)"
-				qe.Nodes = nodes
-				return kind, cause
+				return commit, kind, cause
 			}
 		}
 	}
@@ -184,11 +194,11 @@ func (l *Lock) grant(ctx context.Context, start time.Time, t *tally, qe *QuorumE
 		v = max(v, time.Millisecond) // checked before round 2 only
 	}
 	if v <= 0 {
-		return ErrNoValidity, nil
+		return commit, ErrNoValidity, nil
 	}
 	l.token = uint64(token)
 	l.acquired(t.snapshot(), start.Add(v))
-	return nil, nil
+	return commit, nil, nil
 }
 
 // classifyAcquire tells contention from unavailability once an attempt is lost.
@@ -209,27 +219,46 @@ func classifyAcquire(t *tally) error {
 // (ErrWrongType, ErrClosed). When ctx ends, the error is the last attempt's
 // *QuorumError with ctx's error as its Cause.
 //
-// A waiting Lock wakes when the holder unlocks (Redis pub/sub, one
-// connection per node shared by the client's waiters), and otherwise
-// retries after a random delay within the configured bounds. Waiters that
-// have waited longer retry first, and a client that has just unlocked the
-// same name lets them go first, so the lock is handed over rather than taken
-// straight back.
-func (c *Client) Lock(ctx context.Context, name string) (*Lock, error) {
+// A waiting Lock joins the lock's queue on the nodes, and Unlock promises
+// the lock to the longest-waiting live waiter for a moment (two node
+// timeouts), so contended locks pass in arrival order rather than to
+// whoever's attempt lands first. The promised waiter is woken by a release
+// notification (Redis pub/sub, one connection per node shared by the
+// client's waiters); the others sleep on. A waiter that misses its
+// notification retries after a random delay within the configured bounds,
+// and a promise nobody takes expires. TryLock does not queue, and is
+// refused while the lock is promised to a waiter.
+func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 	started := time.Now()
 	key := c.lockKey(name)
-	if d := c.notify.yieldAfterRelease(key); d > 0 && !sleepCtx(ctx, d) {
-		return nil, &QuorumError{Op: "lock", Name: name, Cause: ctx.Err()}
+	waiter, since := uuid.NewString(), time.Now().UnixMilli()
+	if name == "" {
+		return nil, ErrEmptyName
 	}
-	var wake <-chan struct{}
+	queued := false // an attempt reached the nodes, which put this waiter in the queue
+	defer func() {
+		if err != nil && queued {
+			c.leaveQueue(key, waiter)
+		}
+	}()
+	var wake <-chan bool
 	woken, backoff := false, 0 // after a wake-up: retry with short, growing delays
 	for {
-		l, err := c.TryLock(ctx, name)
+		if err := ctx.Err(); err != nil {
+			return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+		}
+		l, err := c.tryLock(ctx, name, waiter, since, true)
+		queued = true
 		var qe *QuorumError
 		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || errors.Is(err, ErrWrongType) {
 			return l, err
 		}
 		delay := c.retryDelay()
+		if !woken && splitVote(qe.Nodes) {
+			// Nobody holds the lock on a majority, but others tried at the
+			// same moment: retry soon, as after a wake-up.
+			woken, backoff = true, 1
+		}
 		if woken {
 			// Woken waiters of several clients can split the votes so that
 			// nobody wins, and then no Unlock will wake anyone: retry after
@@ -244,10 +273,11 @@ func (c *Client) Lock(ctx context.Context, name string) (*Lock, error) {
 		}
 		if wake == nil {
 			var done func()
-			wake, done = c.notify.wait(key)
+			wake, done = c.notify.wait(key, waiter)
 			defer done()
-			// The release may have come before the subscription: look again soon.
-			delay = min(delay, max(c.cfg.nodeTimeout/10, time.Millisecond))
+			// The release may have come before the subscription: look again
+			// soon, at a random moment so that waiters that collided part.
+			delay = rand.N(max(c.cfg.nodeTimeout/10, time.Millisecond))
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -256,9 +286,14 @@ func (c *Client) Lock(ctx context.Context, name string) (*Lock, error) {
 			qe.Cause = ctx.Err()
 			return nil, qe
 		case <-t.C:
-		case <-wake:
+		case promised := <-wake:
 			t.Stop()
 			woken, backoff = true, 1
+			if promised {
+				continue // the lock is ours to take: at once
+			}
+			// Nobody was promised the lock: everyone may try. Those that
+			// have waited longer try first.
 			if !sleepCtx(ctx, wakeDelay(time.Since(started))) {
 				qe.Cause = ctx.Err()
 				return nil, qe
@@ -266,6 +301,47 @@ func (c *Client) Lock(ctx context.Context, name string) (*Lock, error) {
 		}
 	}
 }
+
+// splitVote reports an attempt lost although some nodes granted it: the
+// lock was free, and attempts of other waiters split the votes.
+func splitVote(nodes []NodeResult) bool {
+	for _, n := range nodes {
+		if n.Outcome == NodeGranted {
+			return true
+		}
+	}
+	return false
+}
+
+// leaveQueue takes a waiter that gave up out of the lock's queue on every
+// node, in the background, withdrawing a promise made to it.
+func (c *Client) leaveQueue(key, waiter string) {
+	keys := []string{key, nextKey(key), queueKey(key), seenKey(key)}
+	_, _ = c.fanOut(context.Background(), nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+		err := leaveLua.Run(ctx, node, keys, waiter).Err()
+		if err != nil {
+			return NodeFailed, 0, err
+		}
+		return NodeGranted, 0, nil
+	}, nil)
+}
+
+// The keys of a lock's queue (queueLua). They share the lock's hash tag.
+func nextKey(key string) string  { return key + ":next" }
+func queueKey(key string) string { return key + ":queue" }
+func seenKey(key string) string  { return key + ":queue:seen" }
+
+// staleWaiter is how long after its last attempt a waiter still counts as
+// waiting: the longest a live waiter sleeps, plus an attempt's round trip
+// with slack.
+func (c *Client) staleWaiter() int64 {
+	return (c.cfg.retryDelayMax + 2*c.cfg.nodeTimeout).Milliseconds() + 1
+}
+
+// promiseFor is how long a released lock is kept for the first waiter:
+// enough for the notification to reach it and its attempt to reach the
+// nodes. If it died meanwhile, the lock is free again after this.
+func (c *Client) promiseFor() int64 { return (2 * c.cfg.nodeTimeout).Milliseconds() + 1 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -340,8 +416,8 @@ func (l *Lock) keepAlive(ctx context.Context, cancel context.CancelCauseFunc, st
 			cancel(fmt.Errorf("%w: %w", ErrLockLost, err))
 			return
 		}
-		l.c.log.Warn("redlock: extension failed, will retry", "lock", l.name, "err", err)
-		t.Reset(interval)
+		t.Reset(interval) // Extend logged the failure
+
 	}
 }
 
@@ -355,6 +431,8 @@ type Lock struct {
 	value   string // random, unique to this acquisition
 	results []NodeResult
 	token   uint64
+	waiter  string // the Lock call's id in the lock's queue, or ""
+	since   int64  // when that Lock call started, in Unix ms: its place in the queue
 
 	// per node: closed once the acquisition call on that node has returned;
 	// acqOutcome[i] is valid after that.
@@ -430,7 +508,8 @@ func (l *Lock) closeDone() { l.doneOnce.Do(func() { close(l.done) }) }
 
 // acquireOp is the acquisition call on one node.
 func (l *Lock) acquireOp(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
-	n, err := acquireLua.Run(ctx, node, []string{l.key, l.marker}, l.value, l.c.cfg.ttl.Milliseconds()).Int64()
+	keys := []string{l.key, l.marker, nextKey(l.key), queueKey(l.key), seenKey(l.key)}
+	n, err := acquireLua.Run(ctx, node, keys, l.value, l.c.cfg.ttl.Milliseconds(), l.waiter, l.c.staleWaiter(), l.since).Int64()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return NodeFailed, 0, fmt.Errorf("%w: %w", ErrWrongType, err)
@@ -496,6 +575,17 @@ func (l *Lock) abandon(t *tally) {
 // new validity then runs from the start of the call. It never re-creates an
 // expired key, and it fails with ErrExpired once Done has closed.
 func (l *Lock) Extend(ctx context.Context) error {
+	start := l.c.cfg.clock.Now()
+	until, nodes, err := l.extend(ctx, start)
+	if err != nil && !errors.Is(err, ErrReleased) {
+		l.c.log.Warn("redlock: extension failed", "lock", l.name, "err", err)
+	}
+	l.c.observe(ctx, "extend", l.name, start, nodes, nil, l.token, until, err)
+	return err
+}
+
+// extend returns the new end of the validity, and what each node answered.
+func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, nodes []NodeResult, err error) {
 	qe := &QuorumError{Op: "extend", Name: l.name}
 	l.mu.Lock()
 	released := l.released
@@ -506,21 +596,23 @@ func (l *Lock) Extend(ctx context.Context) error {
 		if released {
 			qe.Kind = ErrReleased
 		}
-		return qe
+		return time.Time{}, nil, qe
 	default:
 	}
 	c := l.c
-	start := c.cfg.clock.Now()
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
 	replies, err := c.fanOut(ctx, nil, l.extendOp, nil)
 	if err != nil {
-		return err
+		return time.Time{}, nil, err
 	}
 	t := newTally(len(c.nodes))
 	if qe.Cause = c.collect(ctx, replies, t, (*tally).decided, deadline, nil); qe.Cause == nil && t.won() {
 		validity := c.cfg.ttl - c.cfg.clock.Now().Sub(start) - c.cfg.drift()
 		if validity > 0 && l.moveDeadline(start.Add(validity)) {
-			return nil
+			if c.cfg.observer != nil {
+				nodes = t.snapshot()
+			}
+			return start.Add(validity), nodes, nil
 		}
 		qe.Kind = ErrExpired
 	}
@@ -532,7 +624,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 		}
 	}
 	qe.Nodes = t.snapshot()
-	return qe
+	return time.Time{}, qe.Nodes, qe
 }
 
 func (l *Lock) extendOp(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
@@ -569,11 +661,17 @@ func (l *Lock) moveDeadline(until time.Time) bool {
 // critical section may have overlapped another holder. ErrUnavailable means
 // too few nodes answered to tell. Later calls return the first call's result.
 func (l *Lock) Unlock(ctx context.Context) error {
-	l.unlockOnce.Do(func() { l.unlockErr = l.unlock(ctx) })
+	l.unlockOnce.Do(func() {
+		start := l.c.cfg.clock.Now()
+		var nodes []NodeResult
+		nodes, l.unlockErr = l.unlock(ctx)
+		l.c.observe(ctx, "unlock", l.name, start, nodes, nil, l.token, time.Time{}, l.unlockErr)
+	})
 	return l.unlockErr
 }
 
-func (l *Lock) unlock(ctx context.Context) error {
+// unlock returns what each node answered, and the error Unlock returns.
+func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 	l.mu.Lock()
 	l.released = true
 	l.timer.Stop()
@@ -596,13 +694,15 @@ func (l *Lock) unlock(ctx context.Context) error {
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
 	replies, err := c.fanOut(context.WithoutCancel(ctx), acqDone, op, then)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t := newTally(len(c.nodes))
 	cause := c.collect(ctx, replies, t, (*tally).refusedByMajority, deadline, c.waitForStragglers)
 	if t.won() {
-		c.notify.noteRelease(l.key)
-		return nil
+		if c.cfg.observer != nil {
+			return t.snapshot(), nil
+		}
+		return nil, nil
 	}
 	qe := &QuorumError{Op: "unlock", Name: l.name, Kind: ErrUnavailable, Cause: cause, Nodes: t.snapshot()}
 	if t.refusedByMajority() {
@@ -611,7 +711,7 @@ func (l *Lock) unlock(ctx context.Context) error {
 	if qe.Kind == ErrExpired {
 		c.log.Warn("redlock: lock had expired before unlock", "lock", l.name, "nodes", summarize(qe.Nodes))
 	}
-	return qe
+	return qe.Nodes, qe
 }
 
 // releaseNode rolls back one node: one try at once, then, while the node
@@ -641,7 +741,8 @@ func (c *Client) releaseOnce(ctx context.Context, node redis.UniversalClient, l 
 	if announce {
 		flag = 1
 	}
-	n, err := releaseLua.Run(ctx, node, []string{l.key, l.marker}, l.value, markerTTL, flag).Int64()
+	keys := []string{l.key, l.marker, nextKey(l.key), queueKey(l.key), seenKey(l.key)}
+	n, err := releaseLua.Run(ctx, node, keys, l.value, markerTTL, flag, l.waiter, c.staleWaiter(), c.promiseFor()).Int64()
 	switch {
 	case err != nil:
 		return NodeFailed, 0, err

@@ -6,19 +6,61 @@ import "github.com/redis/go-redis/v9"
 // shares the lock's hash tag, so a Redis Cluster can serve as one node.
 // go-redis runs them with EVALSHA and falls back to EVAL on NOSCRIPT.
 
-// acquireScript sets the lock unless this value was already released here.
+// queueLua is the waiting line shared by the acquisition and release
+// scripts: the fair handoff of a contended lock (docs/design.md).
 //
-//	KEYS[1] lock key, KEYS[2] release marker of this value
-//	ARGV[1] value,    ARGV[2] TTL in ms
+// Every attempt of a waiter in Lock (WAITER, stable across its attempts)
+// puts it in the lock's queue, ordered by when it started waiting (SINCE,
+// the same on every node, so that every node puts the waiters in the same
+// order), and refreshes when it was last seen. Unlock takes the holder out,
+// then promises the lock to the first waiter still seen within STALE ms: it
+// sets NEXT to that waiter for a short while and publishes its id. While
+// NEXT names someone else, the node refuses every acquisition. Promises
+// only ever refuse more, so they cannot break mutual exclusion; they
+// expire, so they cannot block for long.
+//
+// The script defining them must set NEXT, QUEUE and SEEN (keys) and WAITER
+// (empty for no waiter), STALE (ms) and SINCE (ms) first.
+const queueLua = `
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function promisedToOther()
+  local n = redis.call('GET', NEXT)
+  return n and n ~= WAITER
+end
+local function enqueue()
+  if WAITER == '' then return end
+  redis.call('ZADD', QUEUE, 'NX', SINCE, WAITER)
+  redis.call('ZADD', SEEN, nowMs(), WAITER)
+  redis.call('PEXPIRE', QUEUE, 4 * STALE)
+  redis.call('PEXPIRE', SEEN, 4 * STALE)
+end
+`
+
+// acquireScript sets the lock unless this value was already released here,
+// or the lock is promised to another waiter.
+//
+//	KEYS[1] lock key, KEYS[2] release marker of this value,
+//	KEYS[3..5] the queue: promise NEXT, QUEUE, SEEN
+//	ARGV[1] value,    ARGV[2] TTL in ms, ARGV[3] waiter id (empty: none),
+//	ARGV[4] STALE in ms, ARGV[5] SINCE in ms
 //
 // Returns 1 if the node now holds the value, 0 if another owner holds the
-// key, and a WRONGTYPE error if the key is not a string.
+// key or it is promised to another waiter, and a WRONGTYPE error if the key
+// is not a string.
 //
 // The release marker exists because a call that timed out may still be
 // sitting in a paused node's socket buffer: when the node resumes it would set
 // the lock for a fresh TTL after the release had already run.
 const acquireScript = `
+local NEXT, QUEUE, SEEN = KEYS[3], KEYS[4], KEYS[5]
+local WAITER, STALE, SINCE = ARGV[3], tonumber(ARGV[4]), ARGV[5]
+` + queueLua + `
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+enqueue()
+if promisedToOther() then return 0 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'table' and v.err then
@@ -30,24 +72,78 @@ return 0
 
 // releaseScript deletes the lock if it still holds this value.
 //
-//	KEYS[1] lock key, KEYS[2] release marker of this value
+//	KEYS[1] lock key, KEYS[2] release marker of this value,
+//	KEYS[3..5] the queue: promise NEXT, QUEUE, SEEN
 //	ARGV[1] value,    ARGV[2] marker TTL in ms, or 0 for no marker
 //	ARGV[3] 1 to announce the release, 0 not to
+//	ARGV[4] the holder's waiter id (empty: none);  ARGV[5] STALE in ms
+//	ARGV[6] how long the promise to the next waiter lasts, in ms
 //
 // Returns 1 if it deleted the lock, 0 if the key held something else. When
 // the value is absent and ARGV[2] is not 0, it leaves the release marker, so
-// a SET of this value still in flight cannot land afterwards. An announced
-// deletion is published on "<lock key>:released" to the clients waiting in
-// Lock.
+// a SET of this value still in flight cannot land afterwards.
+//
+// An announced release (Unlock) takes the holder out of the queue and,
+// where the lock is now free, promises it to the first waiter seen within
+// STALE ms, dropping those not seen for longer, and publishes that waiter's
+// id (empty if nobody waits) on "<lock key>:released". Nodes where the lock
+// was already gone promise it too, so that every node promises it to the
+// same waiter.
 const releaseScript = `
+local NEXT, QUEUE, SEEN = KEYS[3], KEYS[4], KEYS[5]
+local STALE = tonumber(ARGV[5])
 local v = redis.pcall('GET', KEYS[1])
+local deleted = 0
 if v == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  if ARGV[3] == '1' then redis.call('PUBLISH', KEYS[1] .. ':released', '1') end
-  return 1
+  deleted = 1
+elseif ARGV[2] ~= '0' then
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
 end
-if ARGV[2] ~= '0' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
-return 0
+if ARGV[3] ~= '1' then return deleted end
+-- Unlock: the holder leaves the queue on every node, and every node where
+-- the lock is now free promises it to the same first waiter.
+if ARGV[4] ~= '' then
+  redis.call('ZREM', QUEUE, ARGV[4])
+  redis.call('ZREM', SEEN, ARGV[4])
+end
+if deleted == 0 and v then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local next = ''
+for _ = 1, 16 do
+  local first = redis.call('ZRANGE', QUEUE, 0, 0)
+  if #first == 0 then break end
+  local seen = tonumber(redis.call('ZSCORE', SEEN, first[1]) or '0')
+  if now - seen <= STALE then
+    next = first[1]
+    break
+  end
+  redis.call('ZREM', QUEUE, first[1])
+  redis.call('ZREM', SEEN, first[1])
+end
+if next ~= '' then
+  redis.call('SET', NEXT, next, 'PX', ARGV[6])
+else
+  redis.call('DEL', NEXT)
+end
+redis.call('PUBLISH', KEYS[1] .. ':released', next)
+return deleted
+`
+
+// leaveScript takes a waiter that gave up out of the queue. If the lock was
+// promised to it, the promise is withdrawn and the others are told.
+//
+//	KEYS[1] lock key, KEYS[2..4] promise NEXT, QUEUE, SEEN
+//	ARGV[1] waiter id
+const leaveScript = `
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+if redis.call('GET', KEYS[2]) == ARGV[1] then
+  redis.call('DEL', KEYS[2])
+  redis.call('PUBLISH', KEYS[1] .. ':released', '')
+end
+return 1
 `
 
 // extendScript re-applies the TTL where the key still holds this value. It
@@ -66,18 +162,26 @@ return 0
 // the acquisition above, plus a token candidate minted by this node.
 //
 //	KEYS[1] lock key, KEYS[2] release marker, KEYS[3] counter C,
-//	KEYS[4] highest committed token H, KEYS[5] this node's id marker
-//	ARGV[1] value,    ARGV[2] TTL in ms
+//	KEYS[4] highest committed token H, KEYS[5] this node's id marker,
+//	KEYS[6..8] the queue: promise NEXT, QUEUE, SEEN
+//	ARGV[1] value,    ARGV[2] TTL in ms, ARGV[3] waiter id (empty: none),
+//	ARGV[4] STALE in ms, ARGV[5] SINCE in ms
 //
 // Returns {status, candidate}: status 1 granted, 0 refused, -1 amnesia (the
 // node has no id marker: it lost its data or was never provisioned, and must
 // not take part). The candidate is c*256 + id with c = max(INCR C, H/256 + 1).
 const fencedAcquireScript = `
+local NEXT, QUEUE, SEEN = KEYS[6], KEYS[7], KEYS[8]
+local WAITER, STALE, SINCE = ARGV[3], tonumber(ARGV[4]), ARGV[5]
+` + queueLua + `
 local id = redis.call('GET', KEYS[5])
 if not id then return {-1, 0} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {0, 0} end
+enqueue()
 local ok = 0
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+if promisedToOther() then
+  ok = 0
+elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   ok = 1
 else
   local v = redis.pcall('GET', KEYS[1])
@@ -147,5 +251,6 @@ var (
 
 	acquireLua = redis.NewScript(acquireScript)
 	releaseLua = redis.NewScript(releaseScript)
+	leaveLua   = redis.NewScript(leaveScript)
 	extendLua  = redis.NewScript(extendScript)
 )

@@ -152,20 +152,29 @@ const notes = `## Reading the results, and where targets are missed
 - **Fenced latency** is three round trips (acquire with a candidate, commit, release) against the floor's
   two, with heavier scripts (the candidate needs an INCR and a read of H, the commit a marker check);
   about 1.5x is the least to expect; across runs here it measured between 1.3x and 1.9x.
-- **Allocations** are about twice the floor's: a goroutine and closure per node per round, the tally, the
-  per-node results kept for the error and for Nodes(), and the background release bookkeeping. Not yet
-  optimised; profile before trading clarity for it.
+- **Allocations** are more than twice the floor's: a goroutine and closure per node per round, the tally,
+  the per-node results kept for the error and for Nodes(), the background release bookkeeping, and since
+  the fair handoff, the queue's keys and arguments in every acquisition and release (235 before it, 295
+  after). Not yet optimised; profile before trading clarity for it.
 - **Faults.** With nodes paused the library never waits for them: the collector decides at the majority,
   and gives up on silent nodes at its own node timeout even though go-redis ignores context deadlines by
   default. redsync waits out go-redis's 5 s ReadTimeout on each paused node. The "within 3x of healthy
   p99" ratio rests on the three slowest of 300 attempts, a few milliseconds of scheduling noise on two
   shared cores: it measured 1.4x, 2.3x, 2.8x and 9.9x (0.4 ms healthy against 4.2 ms) in four runs,
   while the p50 stays flat.
-- **Contention.** Waiters wake on Unlock through pub/sub (one subscriber connection per node per client),
-  the oldest waiter of a client first, with an age-weighted delay across clients, and the releaser yields
-  for a moment. Nearly every acquisition is now a handoff and every goroutine gets close to its fair share.
-  The worst wait stays above 50 ms: when a notification is lost, or woken waiters of several clients
-  split the votes twice in a row, a waiter falls back to the jittered retry delay (10-100 ms).
+- **Contention.** Waiters queue on the nodes, ordered by when they started waiting, and Unlock
+  promises the lock to the oldest live waiter for two node timeouts and wakes only that waiter through
+  pub/sub (one subscriber connection per node per client); every other acquisition, TryLock included,
+  is refused meanwhile (docs/design.md). Before the queue, waiters raced after each notification with
+  an age-weighted head start, and a traced waiter lost 11 races in 74 ms: attempts take 1-8 ms here,
+  more than any head start. With the queue every acquisition is a handoff, the shares are equal to
+  within one acquisition, and handoffs/s went from 11-15x redsync's to 19-21x (redsync itself moves
+  between 20 and 33 handoffs/s from run to run, so the 20x line is crossed in some runs and not
+  others). The worst waits that remain come from the first milliseconds, when eight waiters start at
+  once, nobody has unlocked yet, so nothing is promised, and their attempts split the votes; in the
+  steady state the slowest waits measured 27-37 ms in a traced run. Ordering the very first
+  acquisition by the queue too (refusing anyone but the first fresh waiter even without a promise)
+  would remove that; it is not built.
 `
 
 func (r *report) svg() string {

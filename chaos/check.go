@@ -8,8 +8,8 @@ import (
 
 // Violation is one thing a checker found, with the evidence.
 type Violation struct {
-	Check  string
-	Detail string
+	Check  string `json:"check"`
+	Detail string `json:"detail"`
 }
 
 // Checks that Check runs. Each can fail; see check_test.go.

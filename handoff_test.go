@@ -1,0 +1,165 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/redis/go-redis/v9"
+)
+
+// Waiters get the lock in the order they started waiting, and a client that
+// did not wait (TryLock) cannot take it from under them.
+func TestUnlockHandsTheLockToTheOldestWaiter(t *testing.T) {
+	cl := startCluster(t, 5)
+	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithNodeTimeout(200 * time.Millisecond),
+		redlock.WithoutFencing()}
+	holder, barger := cl.newClient(t, opts...), cl.newClient(t, opts...)
+	waiters := []*redlock.Client{cl.newClient(t, opts...), cl.newClient(t, opts...), cl.newClient(t, opts...)}
+	ctx := context.Background()
+
+	for round := range 3 {
+		h, err := holder.TryLock(ctx, "fifo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var order []int
+		var wg sync.WaitGroup
+		for i, w := range waiters {
+			wg.Go(func() {
+				l, err := w.Lock(ctx, "fifo")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				l.Unlock(ctx)
+			})
+			time.Sleep(30 * time.Millisecond) // waiter i starts before waiter i+1
+		}
+		if err := h.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Promised to waiter 0, or already taken: either way not ours.
+		if l, err := barger.TryLock(ctx, "fifo"); !errors.Is(err, redlock.ErrLocked) {
+			if l != nil {
+				l.Unlock(ctx)
+			}
+			t.Errorf("round %d: TryLock right after Unlock with waiters queued: %v, want ErrLocked", round, err)
+		}
+		wg.Wait()
+		if len(order) != 3 || order[0] != 0 || order[1] != 1 || order[2] != 2 {
+			t.Fatalf("round %d: waiters acquired in order %v, want [0 1 2]", round, order)
+		}
+	}
+	// Every waiter left the queue on every node.
+	for i, in := range cl.inspect {
+		if n := in.ZCard(ctx, "redlock:{fifo}:queue").Val(); n != 0 {
+			t.Errorf("node %d: %d waiters left in the queue", i, n)
+		}
+	}
+}
+
+// A waiter that gives up leaves the queue at once, so the next release goes
+// to someone who is still there.
+func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
+	cl := startCluster(t, 3)
+	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithNodeTimeout(200 * time.Millisecond)}
+	holder, quitter := cl.newClient(t, opts...), cl.newClient(t, opts...)
+	ctx := context.Background()
+	h, err := holder.TryLock(ctx, "leave")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := quitter.Lock(qctx, "leave"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("quitter: %v", err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		left := 0
+		for _, in := range cl.inspect {
+			left += int(in.ZCard(ctx, "redlock:{leave}:queue").Val())
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d queue entries remain 2s after the waiter gave up", left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.Unlock(ctx)
+	for i, in := range cl.inspect {
+		if v, err := in.Get(ctx, "redlock:{leave}:next").Result(); !errors.Is(err, redis.Nil) {
+			t.Errorf("node %d: lock promised to %q (%v) with nobody waiting", i, v, err)
+		}
+	}
+}
+
+// A waiter that crashed stays in the queue until it has not been seen for
+// a while. A promise made to it in that time expires, and the live waiter
+// gets the lock; a long-silent one is dropped and not promised anything.
+func TestPromiseToAVanishedWaiterExpires(t *testing.T) {
+	cl := startCluster(t, 3)
+	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)}
+	holder, waiter := cl.newClient(t, opts...), cl.newClient(t, opts...)
+	ctx := context.Background()
+	ghost := func(name string, seen time.Time) {
+		for _, in := range cl.inspect {
+			in.ZAdd(ctx, "redlock:{"+name+"}:queue", redis.Z{Score: 0, Member: "ghost"}) // first in line
+			in.ZAdd(ctx, "redlock:{"+name+"}:queue:seen", redis.Z{Score: float64(seen.UnixMilli()), Member: "ghost"})
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		seen     time.Time
+		promised bool
+	}{
+		{"fresh-ghost", time.Now().Add(time.Hour), true}, // seen "in the future": fresh throughout
+		{"old-ghost", time.Now().Add(-time.Hour), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := holder.TryLock(ctx, tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ghost(tc.name, tc.seen)
+			got := make(chan error, 1)
+			go func() {
+				l, err := waiter.Lock(ctx, tc.name)
+				if err == nil {
+					l.Unlock(ctx)
+				}
+				got <- err
+			}()
+			time.Sleep(50 * time.Millisecond) // the waiter queues behind the ghost
+			if err := h.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			next := cl.inspect[0].Get(ctx, "redlock:{"+tc.name+"}:next").Val()
+			if (next == "ghost") != tc.promised {
+				t.Errorf("promised to %q right after unlock", next)
+			}
+			select {
+			case err := <-got:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the live waiter never got the lock")
+			}
+			inQueue := cl.inspect[0].ZScore(ctx, "redlock:{"+tc.name+"}:queue", "ghost").Err() == nil
+			if inQueue == !tc.promised {
+				t.Errorf("ghost in queue: %v", inQueue)
+			}
+		})
+	}
+}

@@ -1,0 +1,216 @@
+package redlock_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+)
+
+// recorder keeps every event, in order.
+type recorder struct {
+	mu     sync.Mutex
+	events []redlock.Event
+}
+
+func (r *recorder) Observe(_ context.Context, ev redlock.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, ev)
+}
+
+func (r *recorder) take() []redlock.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	evs := r.events
+	r.events = nil
+	return evs
+}
+
+func outcomes(nodes []redlock.NodeResult) []redlock.Outcome {
+	out := make([]redlock.Outcome, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Outcome
+	}
+	return out
+}
+
+func TestObserverSeesEveryOperationWithItsOutcomeVector(t *testing.T) {
+	cl := startCluster(t, 5)
+	rec := &recorder{}
+	c := cl.newClient(t, redlock.WithTTL(2*time.Second), redlock.WithNodeTimeout(300*time.Millisecond),
+		redlock.WithObserver(rec))
+	ctx := context.Background()
+
+	// Node 4 is held by a stranger, node 3 paused: the vector must say so.
+	cl.holdAsStranger(t, "obs", 4)
+	resume := cl.pause(t, 3)
+	l, err := c.TryLock(ctx, "obs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Extend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resume()
+
+	evs := rec.take()
+	if len(evs) != 3 {
+		t.Fatalf("want 3 events (lock, extend, unlock), got %d: %+v", len(evs), evs)
+	}
+	lock, ext, unl := evs[0], evs[1], evs[2]
+	if lock.Op != "lock" || ext.Op != "extend" || unl.Op != "unlock" {
+		t.Fatalf("ops: %q %q %q", lock.Op, ext.Op, unl.Op)
+	}
+	for _, ev := range evs {
+		if ev.Name != "obs" || ev.Err != nil || ev.Token != l.Token() || ev.Start.IsZero() || ev.Elapsed <= 0 {
+			t.Errorf("%s event: %+v", ev.Op, ev)
+		}
+		if len(ev.Nodes) != 5 {
+			t.Fatalf("%s event: %d node results", ev.Op, len(ev.Nodes))
+		}
+		for i, n := range ev.Nodes {
+			if n.Node != i {
+				t.Errorf("%s: nodes[%d].Node = %d", ev.Op, i, n.Node)
+			}
+		}
+	}
+	got := outcomes(lock.Nodes)
+	for i := range 3 {
+		if got[i] != redlock.NodeGranted || lock.Nodes[i].Latency <= 0 {
+			t.Errorf("lock node %d: %v after %v", i, got[i], lock.Nodes[i].Latency)
+		}
+	}
+	// Decided at three grants: node 4's refusal may not have arrived yet.
+	if got[4] != redlock.NodeRefused && got[4] != redlock.NodeNoReply {
+		t.Errorf("lock node 4 (stranger): %v", got[4])
+	}
+	if got[3] == redlock.NodeGranted || got[3] == redlock.NodeRefused {
+		t.Errorf("lock node 3 (paused): %v", got[3])
+	}
+	committed := 0
+	for _, o := range outcomes(lock.Commit) {
+		if o == redlock.NodeGranted {
+			committed++
+		}
+	}
+	if len(lock.Commit) != 5 || committed < 3 {
+		t.Errorf("fenced lock: commit round %v", outcomes(lock.Commit))
+	}
+	if lock.Validity <= 0 || lock.Validity > 2*time.Second || ext.Validity <= 0 {
+		t.Errorf("validity: lock %v, extend %v", lock.Validity, ext.Validity)
+	}
+	if unl.Validity != 0 {
+		t.Errorf("unlock validity %v", unl.Validity)
+	}
+}
+
+func TestObserverSeesFailuresAndEachAttempt(t *testing.T) {
+	cl := startCluster(t, 3)
+	rec := &recorder{}
+	c := cl.newClient(t, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100*time.Millisecond),
+		redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond), redlock.WithObserver(rec))
+	cl.holdAsStranger(t, "busy", 0, 1, 2)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.Lock(ctx, "busy")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock: %v", err)
+	}
+	evs := rec.take()
+	if len(evs) < 2 {
+		t.Fatalf("want one event per attempt, got %d", len(evs))
+	}
+	for _, ev := range evs[:len(evs)-1] {
+		if !errors.Is(ev.Err, redlock.ErrLocked) || ev.Validity != 0 || ev.Token != 0 || ev.Commit != nil {
+			t.Errorf("attempt: %+v", ev)
+		}
+		// Decided once two of three refused: the third may not have answered yet.
+		refused := 0
+		for _, o := range outcomes(ev.Nodes) {
+			switch o {
+			case redlock.NodeRefused:
+				refused++
+			case redlock.NodeNoReply:
+			default:
+				t.Errorf("attempt outcomes %v", outcomes(ev.Nodes))
+			}
+		}
+		if refused < 2 {
+			t.Errorf("attempt outcomes %v: decided without a refusing majority", outcomes(ev.Nodes))
+		}
+	}
+	if c.Close(); true {
+		_, err := c.TryLock(context.Background(), "busy")
+		evs := rec.take()
+		if len(evs) != 1 || !errors.Is(evs[0].Err, redlock.ErrClosed) || !errors.Is(err, redlock.ErrClosed) {
+			t.Errorf("closed client: err %v, events %+v", err, evs)
+		}
+	}
+}
+
+// The logger hears of failed extensions and lost locks; the success path
+// logs nothing.
+func TestLoggerReportsFailedExtensionsOnly(t *testing.T) {
+	cl := startCluster(t, 3)
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	c := cl.newClient(t, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100*time.Millisecond),
+		redlock.WithLogger(log))
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "logged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Extend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if buf.String() != "" {
+		t.Fatalf("success path logged:\n%s", buf.String())
+	}
+
+	l, err = c.TryLock(ctx, "logged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range cl.inspect {
+		in.Del(ctx, "redlock:{logged}")
+	}
+	if err := l.Extend(ctx); !errors.Is(err, redlock.ErrExpired) {
+		t.Fatalf("Extend of a deleted lock: %v", err)
+	}
+	if out := buf.String(); !strings.Contains(out, "extension failed") || !strings.Contains(out, "lock=logged") {
+		t.Fatalf("log after a failed extension:\n%s", out)
+	}
+	l.Unlock(ctx)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
