@@ -9,27 +9,38 @@ import (
 	"github.com/quorumlock/redlock"
 )
 
-// BenchmarkLockUnlock measures one uncontended TryLock+Unlock over N nodes.
+// BenchmarkLockUnlock measures one uncontended TryLock+Unlock over N nodes,
+// with and without fencing tokens.
 func BenchmarkLockUnlock(b *testing.B) {
 	for _, n := range []int{1, 3, 5} {
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			cl := startCluster(b, n)
-			c, err := redlock.New(cl.clients, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(time.Second))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				l, err := c.TryLock(ctx, "bench")
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := l.Unlock(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		for _, fenced := range []bool{false, true} {
+			b.Run(fmt.Sprintf("nodes=%d/fenced=%t", n, fenced), func(b *testing.B) {
+				benchLockUnlock(b, n, fenced)
+			})
+		}
+	}
+}
+
+func benchLockUnlock(b *testing.B, n int, fenced bool) {
+	cl := startCluster(b, n)
+	opts := []redlock.Option{redlock.WithTTL(10 * time.Second), redlock.WithNodeTimeout(time.Second)}
+	if !fenced {
+		opts = append(opts, redlock.WithoutFencing())
+	}
+	c, err := redlock.New(cl.clients, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		l, err := c.TryLock(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -51,6 +51,10 @@ func WithNaiveFencing(v NaiveVariant) Option { return func(c *config) { c.naive 
 // acquisition of c.
 func SetHookBeforeCommit(c *Client, f func()) { c.testHookBeforeCommit = f }
 
+// SetHookBeforeSubscribe runs f before each of c's subscriptions to release
+// notifications, on the node's subscriber goroutine.
+func SetHookBeforeSubscribe(c *Client, f func()) { c.testHookBeforeSubscribe = f }
+
 // ScriptName names the library script an EVAL or EVALSHA command runs.
 func ScriptName(args []any) string {
 	if len(args) < 2 {

@@ -45,9 +45,7 @@ func (c *Client) nodeUUIDKey() string { return c.cfg.keyPrefix + ":node-uuid" }
 // fencedAcquireOp is round 1 on one node.
 func (l *Lock) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
 	c := l.c
-	keys := []string{l.key, l.marker, counterKey(l.key), highKey(l.key), c.nodeIDKey(),
-		nextKey(l.key), queueKey(l.key), seenKey(l.key)}
-	vals, err := fencedAcquireLua.Run(ctx, node, keys, l.value, c.cfg.ttl.Milliseconds(), l.waiter, c.staleWaiter(), l.since).Int64Slice()
+	vals, err := l.acquire.run(ctx, node).Int64Slice()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return NodeFailed, 0, fmt.Errorf("%w: %w", ErrWrongType, err)
@@ -71,8 +69,9 @@ func (l *Lock) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalC
 // failure (nil on success) and the per-node results.
 func (l *Lock) commit(ctx context.Context, token int64) (nodes []NodeResult, kind, cause error) {
 	c := l.c
+	call := newScriptCall(commitLua, []any{highKey(l.key), c.args.nodeIDKey}, token)
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		h, err := commitLua.Run(ctx, node, []string{highKey(l.key), c.nodeIDKey()}, token).Int64()
+		h, err := call.run(ctx, node).Int64()
 		switch {
 		case err != nil:
 			return NodeFailed, 0, err

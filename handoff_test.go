@@ -163,3 +163,53 @@ func TestPromiseToAVanishedWaiterExpires(t *testing.T) {
 		})
 	}
 }
+
+// A waiter subscribes to release notifications after its first refusal. A
+// lock released, and promised to it, before the subscription takes effect
+// must still reach it once the subscription is confirmed, not after its
+// retry delay (here far longer than the test allows).
+func TestReleaseBeforeSubscriptionStillWakesTheWaiter(t *testing.T) {
+	cl := startCluster(t, 3)
+	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithNodeTimeout(200 * time.Millisecond),
+		redlock.WithoutFencing()}
+	holder := cl.newClient(t, opts...)
+	attempts := make(chan error, 16)
+	waiter := cl.newClient(t, append(opts, redlock.WithRetryDelay(20*time.Second, 20*time.Second),
+		redlock.WithObserver(redlock.ObserverFunc(func(_ context.Context, e redlock.Event) {
+			if e.Op == "lock" {
+				attempts <- e.Err
+			}
+		})))...)
+	gate := make(chan struct{})
+	redlock.SetHookBeforeSubscribe(waiter, func() { <-gate })
+	ctx := context.Background()
+	h, err := holder.TryLock(ctx, "early")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		l, err := waiter.Lock(wctx, "early")
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	// The first attempt and the quick second look are both refused; the
+	// waiter now sleeps its retry delay, with its subscription held back.
+	for range 2 {
+		if err := <-attempts; !errors.Is(err, redlock.ErrLocked) {
+			t.Fatalf("attempt while held: %v, want ErrLocked", err)
+		}
+	}
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the release is published to nobody
+	close(gate)
+	if err := <-got; err != nil {
+		t.Fatalf("waiter whose subscription came after the release: %v", err)
+	}
+}

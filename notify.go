@@ -41,8 +41,11 @@ type notifier struct {
 	mu      sync.Mutex
 	nodes   []*subscriber         // one per node, started on first use
 	waiters map[string][]*waiting // per channel, oldest first
-	closed  bool
-	wg      sync.WaitGroup
+	// listening: a node has confirmed the subscription to the channel since
+	// its first waiter came.
+	listening map[string]bool
+	closed    bool
+	wg        sync.WaitGroup
 }
 
 // waiting is one Lock call waiting for a name. wake carries true when the
@@ -94,6 +97,7 @@ func (n *notifier) wait(key, id string) (<-chan bool, func()) {
 		n.waiters[channel] = slices.DeleteFunc(n.waiters[channel], func(x *waiting) bool { return x == w })
 		if len(n.waiters[channel]) == 0 {
 			delete(n.waiters, channel)
+			delete(n.listening, channel)
 			if !n.closed {
 				n.request(subOp{channel, false})
 			}
@@ -117,16 +121,26 @@ func (n *notifier) start() {
 	for _, node := range n.c.nodes {
 		s := &subscriber{ps: node.Subscribe(context.Background()), ops: make(chan subOp, 256)}
 		n.nodes = append(n.nodes, s)
-		msgs := s.ps.Channel()
+		msgs := s.ps.ChannelWithSubscriptions()
 		n.wg.Go(func() {
 			for m := range msgs {
-				n.deliver(m.Channel, m.Payload)
+				switch m := m.(type) {
+				case *redis.Message:
+					n.deliver(m.Channel, m.Payload)
+				case *redis.Subscription:
+					if m.Kind == "subscribe" {
+						n.listen(m.Channel)
+					}
+				}
 			}
 		})
 		n.wg.Go(func() {
 			for op := range s.ops {
 				ctx, cancel := context.WithTimeout(context.Background(), n.c.cfg.nodeTimeout)
 				if op.sub {
+					if h := n.c.testHookBeforeSubscribe; h != nil {
+						h()
+					}
 					_ = s.ps.Subscribe(ctx, op.channel)
 				} else {
 					_ = s.ps.Unsubscribe(ctx, op.channel)
@@ -168,6 +182,31 @@ func (n *notifier) deliver(channel, promisedTo string) {
 			case w.wake <- true:
 			default:
 			}
+		}
+	}
+}
+
+// listen wakes the channel's waiters when the first node confirms their
+// subscription. A waiter subscribes after an attempt was refused, and the
+// lock may have been released, and promised to it, before the subscription
+// took effect: without this look, such a waiter would sleep out its retry
+// delay while the lock waits for it. After the confirmation, releases reach
+// it.
+func (n *notifier) listen(channel string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ws := n.waiters[channel]
+	if len(ws) == 0 || n.listening[channel] {
+		return
+	}
+	if n.listening == nil {
+		n.listening = map[string]bool{}
+	}
+	n.listening[channel] = true
+	for _, w := range ws {
+		select {
+		case w.wake <- false:
+		default:
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -81,7 +82,7 @@ type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcom
 //
 // The calls run under ctx, so a caller's cancellation reaches clients built
 // with ContextTimeoutEnabled; the node timeout bounds them either way.
-func (c *Client) fanOut(ctx context.Context, after []<-chan struct{}, op nodeOp, then func(reply)) (<-chan reply, error) {
+func (c *Client) fanOut(ctx context.Context, after []chan struct{}, op nodeOp, then func(reply)) (<-chan reply, error) {
 	replies := make(chan reply, len(c.nodes))
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -89,16 +90,30 @@ func (c *Client) fanOut(ctx context.Context, after []<-chan struct{}, op nodeOp,
 		return nil, ErrClosed
 	}
 	c.bg.Add(len(c.nodes))
+	// The calls of a round start together, so they share one deadline: a
+	// context per node was a tenth of an acquisition's allocations. A call
+	// that had to wait for its node's previous call gets its own.
+	r := &round{}
+	r.ctx, r.cancel = context.WithTimeout(ctx, c.cfg.nodeTimeout)
+	r.running.Store(int32(len(c.nodes)))
 	for i, node := range c.nodes {
 		go func() {
 			defer c.bg.Done()
+			callCtx, cancel := r.ctx, context.CancelFunc(nil)
 			if after != nil && after[i] != nil {
-				<-after[i]
+				select {
+				case <-after[i]:
+				default:
+					<-after[i]
+					callCtx, cancel = context.WithTimeout(ctx, c.cfg.nodeTimeout)
+				}
 			}
-			callCtx, cancel := context.WithTimeout(ctx, c.cfg.nodeTimeout)
 			start := time.Now()
 			outcome, value, err := op(callCtx, i, node)
-			cancel()
+			if cancel != nil {
+				cancel()
+			}
+			r.callEnded()
 			if err != nil && (outcome == NodeGranted || outcome == NodeRefused) {
 				outcome = NodeFailed
 			}
@@ -115,6 +130,20 @@ func (c *Client) fanOut(ctx context.Context, after []<-chan struct{}, op nodeOp,
 	return replies, nil
 }
 
+// round holds the deadline that a round's calls share. The last call to end
+// releases it.
+type round struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	running atomic.Int32
+}
+
+func (r *round) callEnded() {
+	if r.running.Add(-1) == 0 {
+		r.cancel()
+	}
+}
+
 // tally counts the replies of one round.
 type tally struct {
 	n, majority int
@@ -129,8 +158,9 @@ type tally struct {
 }
 
 func newTally(n int) *tally {
+	flags := make([]bool, 2*n)
 	t := &tally{n: n, majority: majority(n), results: make([]NodeResult, n),
-		recorded: make([]bool, n), heard: make([]bool, n)}
+		recorded: flags[:n:n], heard: flags[n:]}
 	for i := range t.results {
 		t.results[i].Node = i
 	}

@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+	cryptorand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,7 +36,16 @@ type Client struct {
 
 	notify notifier // release notifications for waiters in Lock
 
-	testHookBeforeCommit func() // tests only: runs between round 1 and round 2
+	args scriptArgs
+
+	testHookBeforeCommit    func() // tests only: runs between round 1 and round 2
+	testHookBeforeSubscribe func() // tests only: runs before each node's SUBSCRIBE
+}
+
+// scriptArgs are the script arguments that depend only on the
+// configuration, boxed once (see scriptCall).
+type scriptArgs struct {
+	ttl, markerTTL, staleWaiter, promiseFor, nodeIDKey any
 }
 
 // New returns a client over nodes, which must be independent masters (not
@@ -87,6 +98,13 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		amnesiac: make([]atomic.Bool, len(nodes)),
 	}
 	c.notify.c = c
+	c.args = scriptArgs{
+		ttl:         cfg.ttl.Milliseconds(),
+		markerTTL:   c.markerTTL().Milliseconds(),
+		staleWaiter: c.staleWaiter(),
+		promiseFor:  c.promiseFor(),
+		nodeIDKey:   c.nodeIDKey(),
+	}
 	return c, nil
 }
 
@@ -135,6 +153,11 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64, 
 	op := l.acquireOp
 	if c.cfg.fencing {
 		op = l.fencedAcquireOp
+		k := l.keyArgs
+		keys := []any{k[0], k[1], counterKey(l.key), highKey(l.key), c.args.nodeIDKey, k[2], k[3], k[4]}
+		l.acquire = newScriptCall(fencedAcquireLua, keys, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, since)
+	} else {
+		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, since)
 	}
 	replies, err := c.fanOut(ctx, nil, op, l.afterAcquire)
 	if err != nil {
@@ -434,11 +457,21 @@ type Lock struct {
 	waiter  string // the Lock call's id in the lock's queue, or ""
 	since   int64  // when that Lock call started, in Unix ms: its place in the queue
 
+	keyArgs  []any       // key, marker and the queue's keys, boxed for the scripts
+	valueArg any         // value, boxed
+	acquire  *scriptCall // round 1, the same for every node
+	// Unlock's release call, built on first use: [sure], see releaseOnce.
+	unlockCalls [2]struct {
+		once sync.Once
+		call *scriptCall
+	}
+
 	// per node: closed once the acquisition call on that node has returned;
 	// acqOutcome[i] is valid after that.
 	acqDone    []chan struct{}
 	acqOutcome []Outcome
-	// per node: closed once the first release after a failed attempt was tried.
+	// per node: closed once the first release after a failed attempt was
+	// tried. Made by abandon, before the verdict that the rollbacks wait for.
 	rollbackTried []chan struct{}
 	// closed when the attempt is decided; success is set before.
 	verdict chan struct{}
@@ -458,24 +491,34 @@ type Lock struct {
 func (c *Client) newLock(name string) *Lock {
 	n := len(c.nodes)
 	key := c.lockKey(name)
-	value := uuid.NewString()
+	value := newValue()
 	l := &Lock{
-		c:             c,
-		name:          name,
-		key:           key,
-		marker:        key + ":released:" + value,
-		value:         value,
-		acqDone:       make([]chan struct{}, n),
-		acqOutcome:    make([]Outcome, n),
-		rollbackTried: make([]chan struct{}, n),
-		verdict:       make(chan struct{}),
-		done:          make(chan struct{}),
+		c:          c,
+		name:       name,
+		key:        key,
+		value:      value,
+		acqDone:    make([]chan struct{}, n),
+		acqOutcome: make([]Outcome, n),
+		verdict:    make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	for i := range n {
 		l.acqDone[i] = make(chan struct{})
-		l.rollbackTried[i] = make(chan struct{})
 	}
+	l.marker = key + ":released:" + value
+	l.keyArgs = boxKeys(key, l.marker, nextKey(key), queueKey(key), seenKey(key))
+	l.valueArg = value
 	return l
+}
+
+// newValue returns a random lock value: 128 bits, hex-encoded, made with
+// one allocation (uuid.NewString takes two, and this is on every attempt).
+func newValue() string {
+	var raw [16]byte
+	var text [32]byte
+	_, _ = cryptorand.Read(raw[:]) // never fails (crypto/rand.Read's contract)
+	hex.Encode(text[:], raw[:])
+	return string(text[:])
 }
 
 func (c *Client) lockKey(name string) string { return c.cfg.keyPrefix + ":{" + name + "}" }
@@ -508,8 +551,7 @@ func (l *Lock) closeDone() { l.doneOnce.Do(func() { close(l.done) }) }
 
 // acquireOp is the acquisition call on one node.
 func (l *Lock) acquireOp(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
-	keys := []string{l.key, l.marker, nextKey(l.key), queueKey(l.key), seenKey(l.key)}
-	n, err := acquireLua.Run(ctx, node, keys, l.value, l.c.cfg.ttl.Milliseconds(), l.waiter, l.c.staleWaiter(), l.since).Int64()
+	n, err := l.acquire.run(ctx, node).Int64()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return NodeFailed, 0, fmt.Errorf("%w: %w", ErrWrongType, err)
@@ -555,6 +597,10 @@ func (l *Lock) acquired(results []NodeResult, until time.Time) {
 func (l *Lock) abandon(t *tally) {
 	l.results = t.snapshot()
 	l.closeDone()
+	l.rollbackTried = make([]chan struct{}, len(l.c.nodes))
+	for i := range l.rollbackTried {
+		l.rollbackTried[i] = make(chan struct{})
+	}
 	close(l.verdict)
 	wait := time.NewTimer(l.c.cfg.nodeTimeout)
 	defer wait.Stop()
@@ -600,8 +646,20 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 	default:
 	}
 	c := l.c
+	call := newScriptCall(extendLua, l.keyArgs[:1], l.valueArg, c.args.ttl)
+	op := func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+		n, err := call.run(ctx, node).Int64()
+		switch {
+		case err != nil:
+			return NodeFailed, 0, err
+		case n == 1:
+			return NodeGranted, 0, nil
+		default:
+			return NodeRefused, 0, nil
+		}
+	}
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(ctx, nil, l.extendOp, nil)
+	replies, err := c.fanOut(ctx, nil, op, nil)
 	if err != nil {
 		return time.Time{}, nil, err
 	}
@@ -625,18 +683,6 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 	}
 	qe.Nodes = t.snapshot()
 	return time.Time{}, qe.Nodes, qe
-}
-
-func (l *Lock) extendOp(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
-	n, err := extendLua.Run(ctx, node, []string{l.key}, l.value, l.c.cfg.ttl.Milliseconds()).Int64()
-	switch {
-	case err != nil:
-		return NodeFailed, 0, err
-	case n == 1:
-		return NodeGranted, 0, nil
-	default:
-		return NodeRefused, 0, nil
-	}
 }
 
 // moveDeadline sets a later validity end, unless the lock already ended.
@@ -680,19 +726,15 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 
 	c := l.c
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		return c.releaseOnce(ctx, node, l, definite(l.acqOutcome[i]), true)
+		return c.releaseOnce(ctx, node, l.unlockCall(definite(l.acqOutcome[i])))
 	}
 	then := func(r reply) {
 		if r.outcome == NodeFailed && !isServerReply(r.err) || r.outcome == NodeTimedOut {
 			c.retryRelease(c.nodes[r.node], l, definite(l.acqOutcome[r.node]))
 		}
 	}
-	acqDone := make([]<-chan struct{}, len(l.acqDone))
-	for i, ch := range l.acqDone {
-		acqDone[i] = ch
-	}
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(context.WithoutCancel(ctx), acqDone, op, then)
+	replies, err := c.fanOut(context.WithoutCancel(ctx), l.acqDone, op, then)
 	if err != nil {
 		return nil, err
 	}
@@ -719,7 +761,7 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 // first try.
 func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tried chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
-	outcome, _, err := c.releaseOnce(ctx, node, l, sure, false)
+	outcome, _, err := c.releaseOnce(ctx, node, c.releaseCall(l, sure, false))
 	cancel()
 	close(tried)
 	if outcome == NodeFailed && !isServerReply(err) {
@@ -727,22 +769,37 @@ func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tri
 	}
 }
 
-// releaseOnce runs the release script once. sure says that the node is known
+// releaseCall is the release script for l. sure says that the node is known
 // to have processed the acquisition call; otherwise a copy of it may still be
 // in flight, and the script leaves a marker that keeps it from landing.
 //
 // announce publishes the release to waiters: Unlock does, a rollback not.
-func (c *Client) releaseOnce(ctx context.Context, node redis.UniversalClient, l *Lock, sure, announce bool) (Outcome, int64, error) {
-	var markerTTL int64
+func (c *Client) releaseCall(l *Lock, sure, announce bool) *scriptCall {
+	var markerTTL any = 0
 	if !sure {
-		markerTTL = c.markerTTL().Milliseconds()
+		markerTTL = c.args.markerTTL
 	}
 	flag := 0
 	if announce {
 		flag = 1
 	}
-	keys := []string{l.key, l.marker, nextKey(l.key), queueKey(l.key), seenKey(l.key)}
-	n, err := releaseLua.Run(ctx, node, keys, l.value, markerTTL, flag, l.waiter, c.staleWaiter(), c.promiseFor()).Int64()
+	return newScriptCall(releaseLua, l.keyArgs, l.valueArg, markerTTL, flag, l.waiter, c.args.staleWaiter, c.args.promiseFor)
+}
+
+// unlockCall is Unlock's release call, built once for all nodes.
+func (l *Lock) unlockCall(sure bool) *scriptCall {
+	i := 0
+	if sure {
+		i = 1
+	}
+	u := &l.unlockCalls[i]
+	u.once.Do(func() { u.call = l.c.releaseCall(l, sure, true) })
+	return u.call
+}
+
+// releaseOnce runs a release call once.
+func (c *Client) releaseOnce(ctx context.Context, node redis.UniversalClient, call *scriptCall) (Outcome, int64, error) {
+	n, err := call.run(ctx, node).Int64()
 	switch {
 	case err != nil:
 		return NodeFailed, 0, err
@@ -776,7 +833,7 @@ func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
-		outcome, _, err := c.releaseOnce(ctx, node, l, sure, false)
+		outcome, _, err := c.releaseOnce(ctx, node, c.releaseCall(l, sure, false))
 		cancel()
 		if outcome != NodeFailed || isServerReply(err) {
 			return

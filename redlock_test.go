@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -558,5 +559,114 @@ func TestWaiterWakesOnUnlock(t *testing.T) {
 	defer lw.Unlock(ctx)
 	if took := time.Since(start); took >= retry {
 		t.Fatalf("the waiter took %v: it slept out its %v retry delay instead of waking on the release", took, retry)
+	}
+}
+
+// The scripts are sent by digest. A node that forgot them (restarted, or
+// SCRIPT FLUSH) gets the source instead, in every round.
+func TestNodesThatForgotTheScriptsStillServe(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithTTL(5*time.Second))
+	ctx := context.Background()
+	for round := range 2 {
+		for i, in := range cl.inspect {
+			if err := in.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatalf("node %d: %v", i, err)
+			}
+		}
+		l, err := c.TryLock(ctx, "flushed")
+		if err != nil {
+			t.Fatalf("round %d: TryLock: %v", round, err)
+		}
+		for i, in := range cl.inspect {
+			if err := in.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatalf("node %d: %v", i, err)
+			}
+		}
+		if err := l.Extend(ctx); err != nil {
+			t.Fatalf("round %d: Extend: %v", round, err)
+		}
+		for _, in := range cl.inspect {
+			in.ScriptFlush(ctx)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("round %d: Unlock: %v", round, err)
+		}
+		if n := cl.inspect[0].Exists(ctx, "redlock:{flushed}").Val(); n != 0 {
+			t.Fatalf("round %d: lock key still there after Unlock", round)
+		}
+	}
+}
+
+// A Redis Cluster can stand for one node of an unfenced client (every key of
+// a lock shares its hash tag). Three one-shard clusters, through go-redis's
+// ClusterClient: acquire, extend, wait for a release, unlock.
+func TestClusterClientsAsNodes(t *testing.T) {
+	g, err := node.StartProcesses(context.Background(), 3, node.Config{
+		Args: []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx := context.Background()
+	inspect := g.NewClients()
+	defer node.CloseClients(inspect)
+	for i, in := range inspect {
+		if err := in.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	for i, in := range inspect {
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			info, _ := in.ClusterInfo(ctx).Result()
+			if strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: cluster state never ok: %s", i, info)
+			}
+		}
+	}
+	var nodes []redis.UniversalClient
+	for _, nd := range g {
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nd.Addr()}})
+		defer cc.Close()
+		nodes = append(nodes, cc)
+	}
+	opts := []redlock.Option{redlock.WithoutFencing(), redlock.WithTTL(5 * time.Second),
+		redlock.WithNodeTimeout(time.Second)}
+	a, err := redlock.New(nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	l, err := a.TryLock(ctx, "sharded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Extend(ctx); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	b, err := redlock.New(nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		l2, err := b.Lock(wctx, "sharded")
+		if err == nil {
+			err = l2.Unlock(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v", err)
 	}
 }
