@@ -213,3 +213,49 @@ func TestReleaseBeforeSubscriptionStillWakesTheWaiter(t *testing.T) {
 		t.Fatalf("waiter whose subscription came after the release: %v", err)
 	}
 }
+
+// A client keeps its subscription to a lock's releases for a while after
+// its last waiter got the lock, so that taking the same lock again does not
+// subscribe anew on every node, and then lets it go.
+func TestSubscriptionLingersThenEnds(t *testing.T) {
+	cl := startCluster(t, 3)
+	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithNodeTimeout(200 * time.Millisecond)}
+	holder, waiter := cl.newClient(t, opts...), cl.newClient(t, opts...)
+	ctx := context.Background()
+	subscribers := func() int64 {
+		n := int64(0)
+		for _, in := range cl.inspect {
+			n += in.PubSubNumSub(ctx, "redlock:{linger}:released").Val()["redlock:{linger}:released"]
+		}
+		return n
+	}
+	h, err := holder.TryLock(ctx, "linger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := waiter.Lock(ctx, "linger")
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if n := subscribers(); n != 3 {
+		t.Errorf("right after the wait: %d subscriptions on 3 nodes, want 3", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for subscribers() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d subscriptions 10 s after the last wait", subscribers())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

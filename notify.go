@@ -27,6 +27,12 @@ import (
 // handoffSpread bounds the age-priority delay of a woken waiter.
 const handoffSpread = 2 * time.Millisecond
 
+// subscriptionLinger is how long a channel stays subscribed after its last
+// waiter left. A client that takes the same lock again and again would
+// otherwise SUBSCRIBE and UNSUBSCRIBE on every node for every wait, and miss
+// the releases that come while the subscription is being made.
+const subscriptionLinger = 2 * time.Second
+
 // wakeDelay is how long a waiter that has waited for age lets others go
 // first after a notification: handoffSpread for a newcomer, near zero for a
 // waiter that has waited long.
@@ -34,25 +40,45 @@ func wakeDelay(age time.Duration) time.Duration {
 	return time.Duration(float64(handoffSpread) / (1 + float64(age)/float64(10*time.Millisecond)))
 }
 
+// wakeReason is what a notification tells a waiter.
+type wakeReason int
+
+const (
+	// wakeReleased: the lock was released and promised to nobody, so every
+	// waiter may try.
+	wakeReleased wakeReason = iota
+	// wakePromised: the lock is promised to this waiter; it should try at
+	// once.
+	wakePromised
+	// wakeListening: the subscription has just taken effect; a release may
+	// have come before it, so look once.
+	wakeListening
+)
+
 // notifier is a client's subscriber connections.
 type notifier struct {
 	c *Client
 
-	mu      sync.Mutex
-	nodes   []*subscriber         // one per node, started on first use
-	waiters map[string][]*waiting // per channel, oldest first
-	// listening: a node has confirmed the subscription to the channel since
-	// its first waiter came.
-	listening map[string]bool
-	closed    bool
-	wg        sync.WaitGroup
+	mu       sync.Mutex
+	nodes    []*subscriber            // one per node, started on first use
+	channels map[string]*subscription // the subscribed channels
+	closed   bool
+	wg       sync.WaitGroup
 }
 
-// waiting is one Lock call waiting for a name. wake carries true when the
-// lock was promised to it.
+// subscription is one subscribed channel.
+type subscription struct {
+	waiters []*waiting // oldest first
+	// listening: a node has confirmed the subscription.
+	listening bool
+	// linger, while nobody waits, ends the subscription when it fires.
+	linger *time.Timer
+}
+
+// waiting is one Lock call waiting for a name.
 type waiting struct {
 	id   string
-	wake chan bool
+	wake chan wakeReason // holds at most one pending notification
 }
 
 // subscriber is one node's subscriber connection. Subscribe and unsubscribe
@@ -71,10 +97,10 @@ type subOp struct {
 func (c *Client) releasedChannel(key string) string { return key + ":released" }
 
 // wait registers the waiter id for key's release notifications. The
-// returned channel receives (coalesced) notifications, true when the lock
-// was promised to this waiter; call the cancel func when done.
-func (n *notifier) wait(key, id string) (<-chan bool, func()) {
-	w := &waiting{id: id, wake: make(chan bool, 1)}
+// returned channel receives the (coalesced) notifications; call the cancel
+// func when done.
+func (n *notifier) wait(key, id string) (<-chan wakeReason, func()) {
+	w := &waiting{id: id, wake: make(chan wakeReason, 1)}
 	channel := n.c.releasedChannel(key)
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -84,24 +110,36 @@ func (n *notifier) wait(key, id string) (<-chan bool, func()) {
 	if n.nodes == nil {
 		n.start()
 	}
-	if n.waiters == nil {
-		n.waiters = map[string][]*waiting{}
+	if n.channels == nil {
+		n.channels = map[string]*subscription{}
 	}
-	if len(n.waiters[channel]) == 0 {
+	sub := n.channels[channel]
+	if sub == nil {
+		sub = &subscription{}
+		n.channels[channel] = sub
 		n.request(subOp{channel, true})
 	}
-	n.waiters[channel] = append(n.waiters[channel], w)
+	if sub.linger != nil {
+		sub.linger.Stop()
+		sub.linger = nil
+	}
+	sub.waiters = append(sub.waiters, w)
 	return w.wake, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		n.waiters[channel] = slices.DeleteFunc(n.waiters[channel], func(x *waiting) bool { return x == w })
-		if len(n.waiters[channel]) == 0 {
-			delete(n.waiters, channel)
-			delete(n.listening, channel)
-			if !n.closed {
+		sub.waiters = slices.DeleteFunc(sub.waiters, func(x *waiting) bool { return x == w })
+		if len(sub.waiters) > 0 || n.closed || n.channels[channel] != sub {
+			return
+		}
+		sub.linger = time.AfterFunc(subscriptionLinger, func() {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			// A waiter that came as this fired keeps the subscription.
+			if len(sub.waiters) == 0 && !n.closed && n.channels[channel] == sub {
+				delete(n.channels, channel)
 				n.request(subOp{channel, false})
 			}
-		}
+		})
 	}
 }
 
@@ -158,31 +196,39 @@ func (n *notifier) start() {
 func (n *notifier) deliver(channel, promisedTo string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	ws := n.waiters[channel]
-	if len(ws) == 0 {
+	sub := n.channels[channel]
+	if sub == nil || len(sub.waiters) == 0 {
 		return
 	}
-	w, promised := ws[0], false
+	w, reason := sub.waiters[0], wakeReleased
 	if promisedTo != "" {
-		i := slices.IndexFunc(ws, func(x *waiting) bool { return x.id == promisedTo })
+		i := slices.IndexFunc(sub.waiters, func(x *waiting) bool { return x.id == promisedTo })
 		if i < 0 {
 			return // promised to another client's waiter
 		}
-		w, promised = ws[i], true
+		w, reason = sub.waiters[i], wakePromised
+	}
+	w.notify(reason)
+}
+
+// notify leaves reason for the waiter. A pending notification is replaced
+// only by a promise, which says the most.
+func (w *waiting) notify(reason wakeReason) {
+	select {
+	case w.wake <- reason:
+		return
+	default:
+	}
+	if reason != wakePromised {
+		return
 	}
 	select {
-	case w.wake <- promised:
-	default: // a notification is pending: make sure it says promised if this one does
-		if promised {
-			select {
-			case <-w.wake:
-			default:
-			}
-			select {
-			case w.wake <- true:
-			default:
-			}
-		}
+	case <-w.wake:
+	default:
+	}
+	select {
+	case w.wake <- reason:
+	default:
 	}
 }
 
@@ -195,19 +241,13 @@ func (n *notifier) deliver(channel, promisedTo string) {
 func (n *notifier) listen(channel string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	ws := n.waiters[channel]
-	if len(ws) == 0 || n.listening[channel] {
+	sub := n.channels[channel]
+	if sub == nil || sub.listening {
 		return
 	}
-	if n.listening == nil {
-		n.listening = map[string]bool{}
-	}
-	n.listening[channel] = true
-	for _, w := range ws {
-		select {
-		case w.wake <- false:
-		default:
-		}
+	sub.listening = true
+	for _, w := range sub.waiters {
+		w.notify(wakeListening)
 	}
 }
 
@@ -215,6 +255,11 @@ func (n *notifier) listen(channel string) {
 func (n *notifier) close() {
 	n.mu.Lock()
 	n.closed = true
+	for _, sub := range n.channels {
+		if sub.linger != nil {
+			sub.linger.Stop()
+		}
+	}
 	nodes := n.nodes
 	n.nodes = nil
 	for _, s := range nodes {

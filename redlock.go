@@ -264,7 +264,7 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 			c.leaveQueue(key, waiter)
 		}
 	}()
-	var wake <-chan bool
+	var wake <-chan wakeReason
 	woken, backoff := false, 0 // after a wake-up: retry with short, growing delays
 	for {
 		if err := ctx.Err(); err != nil {
@@ -309,14 +309,18 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 			qe.Cause = ctx.Err()
 			return nil, qe
 		case <-t.C:
-		case promised := <-wake:
+		case reason := <-wake:
 			t.Stop()
-			woken, backoff = true, 1
-			if promised {
+			switch reason {
+			case wakeListening:
+				continue // one look; later releases will reach us
+			case wakePromised:
+				woken, backoff = true, 1
 				continue // the lock is ours to take: at once
 			}
 			// Nobody was promised the lock: everyone may try. Those that
 			// have waited longer try first.
+			woken, backoff = true, 1
 			if !sleepCtx(ctx, wakeDelay(time.Since(started))) {
 				qe.Cause = ctx.Err()
 				return nil, qe

@@ -9,7 +9,7 @@ import (
 
 // The Lua the nodes run. Every key a script touches is passed in KEYS and
 // shares the lock's hash tag, so a Redis Cluster can serve as one node.
-// go-redis runs them with EVALSHA and falls back to EVAL on NOSCRIPT.
+// They go out with EVALSHA, and EVAL on NOSCRIPT (scriptCall, at the bottom).
 
 // queueLua is the waiting line shared by the acquisition and release
 // scripts: the fair handoff of a contended lock (docs/design.md).

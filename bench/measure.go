@@ -233,9 +233,11 @@ type contRow struct {
 	seconds      float64
 	medianWait   time.Duration
 	worstWait    time.Duration
-	minShare     float64
-	failed       int
-	perGoroutine []int
+	// coldWorstWait is the worst wait of the warm-up, from fresh clients.
+	coldWorstWait time.Duration
+	minShare      float64
+	failed        int
+	perGoroutine  []int
 }
 
 // contention: 8 goroutines, one key, each with its own client (as separate
@@ -253,64 +255,89 @@ func (s *suite) contention(ctx context.Context, r *report) error {
 	}
 	for _, hold := range []time.Duration{0, time.Millisecond} {
 		for _, m := range makers {
-			type acq struct {
-				w  int
-				at time.Time
-			}
-			var mu sync.Mutex
-			var acqs []acq
-			var waits []time.Duration
-			failed := 0
-			deadline := time.Now().Add(s.contendFor)
-			var wg sync.WaitGroup
-			key := fmt.Sprintf("contend:%s:%v", m.name, hold)
-			for w := range workers {
-				cs, closeClients := s.fresh(5)
-				l := m.make(cs)
-				wg.Go(func() {
-					defer closeClients()
-					defer l.close()
-					for time.Now().Before(deadline) {
-						cctx, cancel := context.WithDeadline(ctx, deadline)
-						t0 := time.Now()
-						unlock, err := l.lock(cctx, key)
-						cancel()
-						wait := time.Since(t0)
-						if err != nil {
-							mu.Lock()
-							if time.Now().Before(deadline) {
-								failed++
-							}
-							mu.Unlock()
-							continue
-						}
-						mu.Lock()
-						acqs = append(acqs, acq{w, time.Now()})
-						waits = append(waits, wait)
-						mu.Unlock()
-						if hold > 0 {
-							time.Sleep(hold)
-						}
-						unlock(context.Background())
-					}
-				})
-			}
-			wg.Wait()
-			slices.SortFunc(acqs, func(a, b acq) int { return a.at.Compare(b.at) })
-			row := contRow{name: m.name, hold: hold, acquisitions: len(acqs), seconds: s.contendFor.Seconds(),
-				failed: failed, perGoroutine: make([]int, workers)}
-			for i, a := range acqs {
-				row.perGoroutine[a.w]++
-				if i > 0 && acqs[i-1].w != a.w {
-					row.handoffs++
-				}
-			}
-			row.medianWait, row.worstWait = pct(waits, 0.5), pct(waits, 1)
-			if len(acqs) > 0 {
-				row.minShare = float64(slices.Min(row.perGoroutine)) / (float64(len(acqs)) / workers)
+			row, err := s.contend(ctx, m.name, m.make, workers, hold)
+			if err != nil {
+				return err
 			}
 			r.contention = append(r.contention, row)
 		}
 	}
 	return nil
+}
+
+// contendWarmUp is how long the workers contend before the clock starts:
+// they dial their connections and, for us, open their subscriptions. The
+// waits of the warm-up are reported apart, as the cold start.
+const contendWarmUp = 300 * time.Millisecond
+
+// contend runs workers goroutines, each with its own clients, that lock
+// one key, hold it for hold, and unlock, over and over.
+func (s *suite) contend(ctx context.Context, name string, newLocker func([]redis.UniversalClient) locker,
+	workers int, hold time.Duration) (contRow, error) {
+	type acq struct {
+		w  int
+		at time.Time
+	}
+	var mu sync.Mutex
+	var acqs []acq
+	var waits, coldWaits []time.Duration
+	failed := 0
+	key := fmt.Sprintf("contend:%s:%v", name, hold)
+	lockers := make([]locker, workers)
+	for w := range workers {
+		cs, closeClients := s.fresh(5)
+		defer closeClients()
+		lockers[w] = newLocker(cs)
+		defer lockers[w].close()
+	}
+	phase := func(until time.Time, measured bool) {
+		var wg sync.WaitGroup
+		for w, l := range lockers {
+			wg.Go(func() {
+				for time.Now().Before(until) {
+					cctx, cancel := context.WithDeadline(ctx, until)
+					t0 := time.Now()
+					unlock, err := l.lock(cctx, key)
+					cancel()
+					wait := time.Since(t0)
+					mu.Lock()
+					switch {
+					case err != nil && measured && time.Now().Before(until):
+						failed++
+					case err == nil && measured:
+						acqs = append(acqs, acq{w, time.Now()})
+						waits = append(waits, wait)
+					case err == nil:
+						coldWaits = append(coldWaits, wait)
+					}
+					mu.Unlock()
+					if err != nil {
+						continue
+					}
+					if hold > 0 {
+						time.Sleep(hold)
+					}
+					unlock(context.Background())
+				}
+			})
+		}
+		wg.Wait()
+	}
+	phase(time.Now().Add(contendWarmUp), false)
+	phase(time.Now().Add(s.contendFor), true)
+
+	slices.SortFunc(acqs, func(a, b acq) int { return a.at.Compare(b.at) })
+	row := contRow{name: name, hold: hold, acquisitions: len(acqs), seconds: s.contendFor.Seconds(),
+		failed: failed, perGoroutine: make([]int, workers), coldWorstWait: pct(coldWaits, 1)}
+	for i, a := range acqs {
+		row.perGoroutine[a.w]++
+		if i > 0 && acqs[i-1].w != a.w {
+			row.handoffs++
+		}
+	}
+	row.medianWait, row.worstWait = pct(waits, 0.5), pct(waits, 1)
+	if len(acqs) > 0 {
+		row.minShare = float64(slices.Min(row.perGoroutine)) / (float64(len(acqs)) / float64(workers))
+	}
+	return row, nil
 }
