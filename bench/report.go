@@ -184,8 +184,13 @@ const notes = `## Reading the results, and where targets are missed
   its subscription is confirmed. Steady-state worst waits went from 50-85 ms to 23-41 ms in the runs
   made while fixing it. The cold start, eight fresh clients dialling 40 connections and 40
   subscriptions at once on two cores, still costs 60-80 ms for the first waits; the table shows it
-  apart. Handoffs/s are 16-22x redsync's across runs: redsync's own count moves between 19 and 28 per
-  second from run to run, so the 20x line is crossed in some runs and not in others.
+  apart. Handoffs/s measured 13-22x redsync's across runs, lowest for the fenced client holding the
+  lock for 1 ms: a fenced handoff costs three round trips (acquire, commit, release) against
+  unfenced's two, and a 1 ms hold adds a millisecond of idle lock per handoff that no client can
+  shorten. Redsync's own count moves between 19 and 28 per second from run to run (the warm-up helps
+  it too), so the 20x line is crossed by the unfenced client in some runs and not in others, and not
+  by the fenced one with a hold. Not closed: the handoff is already one notification and one attempt
+  by the promised waiter; what is left is round trips and two shared cores.
 `
 
 func (r *report) svg() string {
