@@ -464,7 +464,7 @@ type Lock struct {
 	keyArgs  []any       // key, marker and the queue's keys, boxed for the scripts
 	valueArg any         // value, boxed
 	acquire  *scriptCall // round 1, the same for every node
-	// Unlock's release call, built on first use: [sure], see releaseOnce.
+	// Unlock's release call, built on first use: [sure], see releaseCall.
 	unlockCalls [2]struct {
 		once sync.Once
 		call *scriptCall
@@ -652,15 +652,7 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 	c := l.c
 	call := newScriptCall(extendLua, l.keyArgs[:1], l.valueArg, c.args.ttl)
 	op := func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
-		n, err := call.run(ctx, node).Int64()
-		switch {
-		case err != nil:
-			return NodeFailed, 0, err
-		case n == 1:
-			return NodeGranted, 0, nil
-		default:
-			return NodeRefused, 0, nil
-		}
+		return call.outcome(ctx, node)
 	}
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
 	replies, err := c.fanOut(ctx, nil, op, nil)
@@ -730,7 +722,7 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 
 	c := l.c
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		return c.releaseOnce(ctx, node, l.unlockCall(definite(l.acqOutcome[i])))
+		return l.unlockCall(definite(l.acqOutcome[i])).outcome(ctx, node)
 	}
 	then := func(r reply) {
 		if r.outcome == NodeFailed && !isServerReply(r.err) || r.outcome == NodeTimedOut {
@@ -765,7 +757,7 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 // first try.
 func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tried chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
-	outcome, _, err := c.releaseOnce(ctx, node, c.releaseCall(l, sure, false))
+	outcome, _, err := c.releaseCall(l, sure, false).outcome(ctx, node)
 	cancel()
 	close(tried)
 	if outcome == NodeFailed && !isServerReply(err) {
@@ -801,18 +793,6 @@ func (l *Lock) unlockCall(sure bool) *scriptCall {
 	return u.call
 }
 
-// releaseOnce runs a release call once.
-func (c *Client) releaseOnce(ctx context.Context, node redis.UniversalClient, call *scriptCall) (Outcome, int64, error) {
-	n, err := call.run(ctx, node).Int64()
-	switch {
-	case err != nil:
-		return NodeFailed, 0, err
-	case n == 1:
-		return NodeGranted, 0, nil
-	default:
-		return NodeRefused, 0, nil
-	}
-}
 
 // markerTTL is how long a release marker keeps a late acquisition call from
 // landing: a node paused for longer than this may still apply one.
@@ -837,7 +817,7 @@ func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
-		outcome, _, err := c.releaseOnce(ctx, node, c.releaseCall(l, sure, false))
+		outcome, _, err := c.releaseCall(l, sure, false).outcome(ctx, node)
 		cancel()
 		if outcome != NodeFailed || isServerReply(err) {
 			return

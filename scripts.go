@@ -324,3 +324,17 @@ func (sc *scriptCall) run(ctx context.Context, node redis.UniversalClient) *redi
 	}
 	return cmd
 }
+
+// outcome runs a call whose script answers 1 (done: NodeGranted) or 0 (not
+// done: NodeRefused), as the release and extension scripts do.
+func (sc *scriptCall) outcome(ctx context.Context, node redis.UniversalClient) (Outcome, int64, error) {
+	n, err := sc.run(ctx, node).Int64()
+	switch {
+	case err != nil:
+		return NodeFailed, 0, err
+	case n == 1:
+		return NodeGranted, 0, nil
+	default:
+		return NodeRefused, 0, nil
+	}
+}
