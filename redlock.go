@@ -555,17 +555,11 @@ func (l *Lock) closeDone() { l.doneOnce.Do(func() { close(l.done) }) }
 
 // acquireOp is the acquisition call on one node.
 func (l *Lock) acquireOp(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
-	n, err := l.acquire.run(ctx, node).Int64()
-	switch {
-	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
-		return NodeFailed, 0, fmt.Errorf("%w: %w", ErrWrongType, err)
-	case err != nil:
-		return NodeFailed, 0, err
-	case n == 1:
-		return NodeGranted, 0, nil
-	default:
-		return NodeRefused, 0, nil
+	o, v, err := l.acquire.outcome(ctx, node)
+	if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		err = fmt.Errorf("%w: %w", ErrWrongType, err)
 	}
+	return o, v, err
 }
 
 // afterAcquire runs on the node's goroutine once its acquisition call has
@@ -792,7 +786,6 @@ func (l *Lock) unlockCall(sure bool) *scriptCall {
 	u.once.Do(func() { u.call = l.c.releaseCall(l, sure, true) })
 	return u.call
 }
-
 
 // markerTTL is how long a release marker keeps a late acquisition call from
 // landing: a node paused for longer than this may still apply one.

@@ -326,7 +326,7 @@ func (sc *scriptCall) run(ctx context.Context, node redis.UniversalClient) *redi
 }
 
 // outcome runs a call whose script answers 1 (done: NodeGranted) or 0 (not
-// done: NodeRefused), as the release and extension scripts do.
+// done: NodeRefused), as the acquisition, release and extension scripts do.
 func (sc *scriptCall) outcome(ctx context.Context, node redis.UniversalClient) (Outcome, int64, error) {
 	n, err := sc.run(ctx, node).Int64()
 	switch {
