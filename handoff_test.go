@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -197,12 +198,10 @@ func TestReleaseBeforeSubscriptionStillWakesTheWaiter(t *testing.T) {
 		}
 		got <- err
 	}()
-	// The first attempt and the quick second look are both refused; the
-	// waiter now sleeps its retry delay, with its subscription held back.
-	for range 2 {
-		if err := <-attempts; !errors.Is(err, redlock.ErrLocked) {
-			t.Fatalf("attempt while held: %v, want ErrLocked", err)
-		}
+	// The first attempt is refused; the waiter now sleeps its retry delay,
+	// with its subscription held back.
+	if err := <-attempts; !errors.Is(err, redlock.ErrLocked) {
+		t.Fatalf("attempt while held: %v, want ErrLocked", err)
 	}
 	if err := h.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -257,5 +256,115 @@ func TestSubscriptionLingersThenEnds(t *testing.T) {
 			t.Fatalf("still %d subscriptions 10 s after the last wait", subscribers())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Unlock tells only the promised waiter's client: a release promised to a
+// waiter is published on that client's own channel, not on the channel that
+// every waiting client hears.
+func TestPromiseIsPublishedToTheWaitersClientOnly(t *testing.T) {
+	cl := startCluster(t, 3)
+	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithNodeTimeout(200 * time.Millisecond)}
+	holder, waiter, bystander := cl.newClient(t, opts...), cl.newClient(t, opts...), cl.newClient(t, opts...)
+	ctx := context.Background()
+
+	ps := cl.inspect[0].Subscribe(ctx, "redlock:{only}:released")
+	defer ps.Close()
+	if err := ps.PSubscribe(ctx, "redlock:{only}:promised:*"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := ps.ReceiveTimeout(ctx, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	h, err := holder.TryLock(ctx, "only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan error, 2)
+	for _, c := range []*redlock.Client{waiter, bystander} {
+		go func() {
+			l, err := c.Lock(ctx, "only")
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			results <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // waiter first, bystander second in line
+	}
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := ps.ReceiveTimeout(ctx, 2*time.Second)
+	if err != nil {
+		t.Fatalf("no notification after Unlock: %v", err)
+	}
+	m, ok := msg.(*redis.Message)
+	if !ok {
+		t.Fatalf("got %T %v, want a message", msg, msg)
+	}
+	client, _, found := strings.Cut(m.Payload, "/")
+	if !found || m.Channel != "redlock:{only}:promised:"+client {
+		t.Errorf("release promised to %q went out on %q, want the promised client's own channel", m.Payload, m.Channel)
+	}
+	for range 2 {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A client already subscribed to a lock's releases registers its waiter
+// before the first attempt, so no release after that attempt can go unheard
+// and the waiter makes no second look: one refused attempt, then the
+// promise wakes it.
+func TestSubscribedWaiterNeedsNoSecondLook(t *testing.T) {
+	cl := startCluster(t, 3)
+	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithNodeTimeout(200 * time.Millisecond)}
+	holder := cl.newClient(t, opts...)
+	var mu sync.Mutex
+	attempts := 0
+	waiter := cl.newClient(t, append(opts, redlock.WithRetryDelay(20*time.Second, 20*time.Second),
+		redlock.WithObserver(redlock.ObserverFunc(func(_ context.Context, e redlock.Event) {
+			if e.Op == "lock" {
+				mu.Lock()
+				attempts++
+				mu.Unlock()
+			}
+		})))...)
+	counted := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return attempts
+	}
+	ctx := context.Background()
+	wait := func() {
+		h, err := holder.TryLock(ctx, "look")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			l, err := waiter.Lock(ctx, "look")
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			got <- err
+		}()
+		time.Sleep(200 * time.Millisecond)
+		if err := h.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait() // subscribes; the subscription lingers
+	before := counted()
+	wait()
+	if n := counted() - before; n != 2 {
+		t.Errorf("subscribed waiter made %d attempts, want 2 (refused, then the promised one)", n)
 	}
 }

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,14 +13,15 @@ import (
 // Release notifications: a waiter in Lock wakes when the lock is released
 // instead of sleeping out its retry delay (Redisson does the same).
 //
-// The release script PUBLISHes on "<key>:released" when Unlock deletes the
-// lock, with the id of the waiter the lock is now promised to (queueLua in
-// scripts.go), or "" when nobody waits. Each client keeps one subscriber
-// connection per node, shared by all of its waiters, subscribed to the
-// channels of the names being waited for. A message naming a waiter wakes
-// that waiter only; an empty one wakes the client's oldest waiter for the
-// name, which then retries after a delay that shrinks with how long it has
-// waited. Notifications are a hint: a lost one costs only the jittered retry
+// When Unlock deletes the lock, the release script promises it to the
+// oldest waiter (queueLua in scripts.go) and PUBLISHes that waiter's id on
+// "<key>:promised:<client id>", which only the waiter's own client hears,
+// or "" on "<key>:released", which every waiting client hears, when nobody
+// waits. Each client keeps one subscriber connection per node, shared by all
+// of its waiters, subscribed to both channels of the names being waited
+// for. A message naming a waiter wakes that waiter only; an empty one wakes
+// the client's oldest waiter for the name, which then retries after a delay
+// that shrinks with how long it has waited. Notifications are a hint: a lost one costs only the jittered retry
 // delay, which stays in place as the fallback. Rollbacks of failed attempts
 // do not notify, or every failed attempt would wake the others into another
 // round of split votes.
@@ -59,14 +61,14 @@ const (
 type notifier struct {
 	c *Client
 
-	mu       sync.Mutex
-	nodes    []*subscriber            // one per node, started on first use
-	channels map[string]*subscription // the subscribed channels
-	closed   bool
-	wg       sync.WaitGroup
+	mu     sync.Mutex
+	nodes  []*subscriber            // one per node, started on first use
+	locks  map[string]*subscription // by lock key: the subscribed names
+	closed bool
+	wg     sync.WaitGroup
 }
 
-// subscription is one subscribed channel.
+// subscription is the two channels of one lock key.
 type subscription struct {
 	waiters []*waiting // oldest first
 	// listening: a node has confirmed the subscription.
@@ -90,34 +92,60 @@ type subscriber struct {
 }
 
 type subOp struct {
-	channel string
-	sub     bool
+	channels [2]string
+	sub      bool
 }
 
-func (c *Client) releasedChannel(key string) string { return key + ":released" }
+// The channels of a lock key: the one every client hears, and the one on
+// which only this client hears of the waiters it was promised to.
+const (
+	releasedSuffix = ":released"
+	promisedInfix  = ":promised:"
+)
 
-// wait registers the waiter id for key's release notifications. The
-// returned channel receives the (coalesced) notifications; call the cancel
-// func when done.
-func (n *notifier) wait(key, id string) (<-chan wakeReason, func()) {
+func (n *notifier) channels(key string) [2]string {
+	return [2]string{key + releasedSuffix, key + promisedInfix + n.c.id}
+}
+
+// lockKey is the lock key a channel of this client belongs to.
+func (n *notifier) lockKey(channel string) (string, bool) {
+	if key, ok := strings.CutSuffix(channel, releasedSuffix); ok {
+		return key, true
+	}
+	return strings.CutSuffix(channel, promisedInfix+n.c.id)
+}
+
+// subscribed reports whether the client subscribes to key's channels
+// already (for another waiter, or lingering after one).
+func (n *notifier) subscribed(key string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.locks[key] != nil
+}
+
+// wait registers the waiter id for key's release notifications, and
+// subscribes to them if the client does not yet. The returned channel
+// receives the (coalesced) notifications; call the cancel func when done.
+// listening reports whether a node had confirmed the subscription already:
+// if not, a wakeListening notification follows when one does.
+func (n *notifier) wait(key, id string) (_ <-chan wakeReason, cancel func(), listening bool) {
 	w := &waiting{id: id, wake: make(chan wakeReason, 1)}
-	channel := n.c.releasedChannel(key)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		return w.wake, func() {}
+		return w.wake, func() {}, false
 	}
 	if n.nodes == nil {
 		n.start()
 	}
-	if n.channels == nil {
-		n.channels = map[string]*subscription{}
+	if n.locks == nil {
+		n.locks = map[string]*subscription{}
 	}
-	sub := n.channels[channel]
+	sub := n.locks[key]
 	if sub == nil {
 		sub = &subscription{}
-		n.channels[channel] = sub
-		n.request(subOp{channel, true})
+		n.locks[key] = sub
+		n.request(subOp{n.channels(key), true})
 	}
 	if sub.linger != nil {
 		sub.linger.Stop()
@@ -128,19 +156,19 @@ func (n *notifier) wait(key, id string) (<-chan wakeReason, func()) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		sub.waiters = slices.DeleteFunc(sub.waiters, func(x *waiting) bool { return x == w })
-		if len(sub.waiters) > 0 || n.closed || n.channels[channel] != sub {
+		if len(sub.waiters) > 0 || n.closed || n.locks[key] != sub {
 			return
 		}
 		sub.linger = time.AfterFunc(subscriptionLinger, func() {
 			n.mu.Lock()
 			defer n.mu.Unlock()
 			// A waiter that came as this fired keeps the subscription.
-			if len(sub.waiters) == 0 && !n.closed && n.channels[channel] == sub {
-				delete(n.channels, channel)
-				n.request(subOp{channel, false})
+			if len(sub.waiters) == 0 && !n.closed && n.locks[key] == sub {
+				delete(n.locks, key)
+				n.request(subOp{n.channels(key), false})
 			}
 		})
-	}
+	}, sub.listening
 }
 
 // request queues a (un)subscription on every node; n.mu is held. A node
@@ -179,9 +207,9 @@ func (n *notifier) start() {
 					if h := n.c.testHookBeforeSubscribe; h != nil {
 						h()
 					}
-					_ = s.ps.Subscribe(ctx, op.channel)
+					_ = s.ps.Subscribe(ctx, op.channels[:]...)
 				} else {
-					_ = s.ps.Unsubscribe(ctx, op.channel)
+					_ = s.ps.Unsubscribe(ctx, op.channels[:]...)
 				}
 				cancel()
 			}
@@ -190,13 +218,17 @@ func (n *notifier) start() {
 }
 
 // deliver wakes the waiter the lock was promised to, if it is one of this
-// client's; on an empty payload, this client's oldest waiter for the
-// channel. Every node publishes the same release: the first wakes, the
-// rest coalesce.
+// client's; on an empty payload, this client's oldest waiter for the lock.
+// Every node publishes the same release: the first wakes, the rest
+// coalesce.
 func (n *notifier) deliver(channel, promisedTo string) {
+	key, ok := n.lockKey(channel)
+	if !ok {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	sub := n.channels[channel]
+	sub := n.locks[key]
 	if sub == nil || len(sub.waiters) == 0 {
 		return
 	}
@@ -239,9 +271,13 @@ func (w *waiting) notify(reason wakeReason) {
 // delay while the lock waits for it. After the confirmation, releases reach
 // it.
 func (n *notifier) listen(channel string) {
+	key, ok := n.lockKey(channel)
+	if !ok {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	sub := n.channels[channel]
+	sub := n.locks[key]
 	if sub == nil || sub.listening {
 		return
 	}
@@ -255,7 +291,7 @@ func (n *notifier) listen(channel string) {
 func (n *notifier) close() {
 	n.mu.Lock()
 	n.closed = true
-	for _, sub := range n.channels {
+	for _, sub := range n.locks {
 		if sub.linger != nil {
 			sub.linger.Stop()
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,10 @@ type Client struct {
 	provTried time.Time
 
 	notify notifier // release notifications for waiters in Lock
+	// id names the client in its waiters' ids ("<id>/<n>") and in the
+	// channel on which it hears of the locks promised to them.
+	id      string
+	waiters atomic.Uint64
 
 	args scriptArgs
 
@@ -96,6 +101,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		log:      log,
 		closing:  make(chan struct{}),
 		amnesiac: make([]atomic.Bool, len(nodes)),
+		id:       uuid.NewString(),
 	}
 	c.notify.c = c
 	c.args = scriptArgs{
@@ -254,7 +260,7 @@ func classifyAcquire(t *tally) error {
 func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 	started := time.Now()
 	key := c.lockKey(name)
-	waiter, since := uuid.NewString(), time.Now().UnixMilli()
+	waiter, since := c.id+"/"+strconv.FormatUint(c.waiters.Add(1), 10), time.Now().UnixMilli()
 	if name == "" {
 		return nil, ErrEmptyName
 	}
@@ -265,6 +271,13 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 		}
 	}()
 	var wake <-chan wakeReason
+	if c.notify.subscribed(key) {
+		// Listen before the first attempt, so that a release right after it
+		// cannot go unheard and no second look is needed.
+		var done func()
+		wake, done, _ = c.notify.wait(key, waiter)
+		defer done()
+	}
 	woken, backoff := false, 0 // after a wake-up: retry with short, growing delays
 	for {
 		if err := ctx.Err(); err != nil {
@@ -296,11 +309,16 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 		}
 		if wake == nil {
 			var done func()
-			wake, done = c.notify.wait(key, waiter)
+			var listening bool
+			wake, done, listening = c.notify.wait(key, waiter)
 			defer done()
-			// The release may have come before the subscription: look again
-			// soon, at a random moment so that waiters that collided part.
-			delay = rand.N(max(c.cfg.nodeTimeout/10, time.Millisecond))
+			if listening {
+				// Another waiter's subscription, confirmed before this one
+				// registered: a release since the attempt went unheard. Look
+				// again soon, at a random moment so that waiters that
+				// collided part. (Otherwise wakeListening will come.)
+				delay = rand.N(max(c.cfg.nodeTimeout/10, time.Millisecond))
+			}
 		}
 		t := time.NewTimer(delay)
 		select {

@@ -90,11 +90,16 @@ return 0
 //
 // An announced release (Unlock) takes the holder out of the queue and,
 // where the lock is now free, promises it to the first waiter seen within
-// STALE ms, dropping those not seen for longer, and publishes that waiter's
-// id (empty if nobody waits) on "<lock key>:released". Nodes where the lock
-// was already gone promise it too, so that every node promises it to the
-// same waiter. Where nobody is queued and nothing is promised, it publishes
-// nothing: every waiter refused by this node is in its queue.
+// STALE ms, dropping those not seen for longer. It publishes that waiter's
+// id on "<lock key>:promised:<client id>", the channel of the waiter's
+// client only (a waiter id is "<client id>/<n>"); if nobody waits, it
+// publishes "" on "<lock key>:released", which every waiting client
+// hears. Nodes where the lock was already gone promise it too, so that
+// every node promises it to the same waiter. Where nobody is queued and
+// nothing is promised, it publishes nothing: every waiter refused by this
+// node is in its queue. Notifications are a hint (waiters fall back to
+// their retry delay), so a PUBLISH that fails, say because an ACL denies
+// the channel, does not fail the release.
 const releaseScript = `
 local NEXT, QUEUE, SEEN = KEYS[3], KEYS[4], KEYS[5]
 local STALE = tonumber(ARGV[5])
@@ -130,12 +135,20 @@ for _ = 1, 16 do
   redis.call('ZREM', QUEUE, first[1])
   redis.call('ZREM', SEEN, first[1])
 end
-if next ~= '' then
-  redis.call('SET', NEXT, next, 'PX', ARGV[6])
-else
+if next == '' then
   redis.call('DEL', NEXT)
+  redis.pcall('PUBLISH', KEYS[1] .. ':released', '')
+  return deleted
 end
-redis.call('PUBLISH', KEYS[1] .. ':released', next)
+redis.call('SET', NEXT, next, 'PX', ARGV[6])
+-- Only the promised waiter needs to wake, and only its client listens on
+-- its own channel: telling every client cost each of them a read per node.
+local client = string.match(next, '^(.*)/')
+if client then
+  redis.pcall('PUBLISH', KEYS[1] .. ':promised:' .. client, next)
+else
+  redis.pcall('PUBLISH', KEYS[1] .. ':released', next)
+end
 return deleted
 `
 
@@ -149,7 +162,7 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 if redis.call('GET', KEYS[2]) == ARGV[1] then
   redis.call('DEL', KEYS[2])
-  redis.call('PUBLISH', KEYS[1] .. ':released', '')
+  redis.pcall('PUBLISH', KEYS[1] .. ':released', '')
 end
 return 1
 `

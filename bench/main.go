@@ -11,6 +11,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
+	"strings"
 	"testing"
 
 	"github.com/quorumlock/redlock/node"
@@ -23,13 +25,35 @@ func main() {
 	chart := flag.String("chart", "../docs/benchmarks-nodes.svg", "where to write the latency chart")
 	quick := flag.Bool("quick", false, "fewer iterations, for a smoke run")
 	only := flag.String("only", "", "run one step (latency, scaling, faults, contention) and print it, without writing the report")
+	flag.StringVar(&implFilter, "impl", "", "with -only: measure only the implementations whose name contains this")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *only == "" {
+		implFilter = "" // the report needs every implementation
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	redis.SetLogger(quiet{})
 	if err := run(context.Background(), *out, *chart, *quick, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
+
+// implFilter, if set, keeps only the implementations whose name contains it.
+var implFilter string
+
+func measured(name string) bool { return strings.Contains(name, implFilter) }
 
 type quiet struct{}
 

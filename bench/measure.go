@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,6 +123,9 @@ func (s *suite) latency(ctx context.Context, r *report) error {
 	impls := s.impls(5)
 	for _, g := range []int{1, 8} {
 		for _, im := range impls {
+			if !measured(im.name) {
+				continue
+			}
 			ds, err := timeOps(ctx, im.l, g, s.iters, fmt.Sprintf("lat:%d", g))
 			if err != nil {
 				return fmt.Errorf("%s: %w", im.name, err)
@@ -191,6 +195,9 @@ func (s *suite) faults(ctx context.Context, r *report) error {
 	}
 	for _, paused := range []int{0, 1, 2} {
 		for _, m := range makers {
+			if !measured(m.name) {
+				continue
+			}
 			cs, closeClients := s.fresh(5)
 			l := m.make(cs)
 			for i := range paused {
@@ -238,7 +245,20 @@ type contRow struct {
 	minShare      float64
 	failed        int
 	perGoroutine  []int
+	// attemptsPerAcq is how many acquisition attempts (TryLock rounds, as
+	// our observer reports them) each acquisition took; 0 for the peers.
+	attemptsPerAcq float64
 }
+
+// attempts counts our clients' acquisition attempts in a contention run.
+var attempts atomic.Int64
+
+// countAttempts is the observer of our clients in a contention run.
+var countAttempts = redlock.WithObserver(redlock.ObserverFunc(func(_ context.Context, ev redlock.Event) {
+	if ev.Op == "lock" {
+		attempts.Add(1)
+	}
+}))
 
 // contention: 8 goroutines, one key, each with its own client (as separate
 // processes would be), for a fixed time.
@@ -249,12 +269,15 @@ func (s *suite) contention(ctx context.Context, r *report) error {
 		make func([]redis.UniversalClient) locker
 	}
 	makers := []mk{
-		{"redlock, unfenced", func(cs []redis.UniversalClient) locker { return mustOurs(cs, redlock.WithoutFencing()) }},
-		{"redlock, fenced", func(cs []redis.UniversalClient) locker { return mustOurs(cs) }},
+		{"redlock, unfenced", func(cs []redis.UniversalClient) locker { return mustOurs(cs, redlock.WithoutFencing(), countAttempts) }},
+		{"redlock, fenced", func(cs []redis.UniversalClient) locker { return mustOurs(cs, countAttempts) }},
 		{"redsync v4 (defaults)", func(cs []redis.UniversalClient) locker { return newRedsync(cs) }},
 	}
 	for _, hold := range []time.Duration{0, time.Millisecond} {
 		for _, m := range makers {
+			if !measured(m.name) {
+				continue
+			}
 			row, err := s.contend(ctx, m.name, m.make, workers, hold)
 			if err != nil {
 				return err
@@ -324,11 +347,16 @@ func (s *suite) contend(ctx context.Context, name string, newLocker func([]redis
 		wg.Wait()
 	}
 	phase(time.Now().Add(contendWarmUp), false)
+	attempts.Store(0)
 	phase(time.Now().Add(s.contendFor), true)
+	tries := attempts.Load()
 
 	slices.SortFunc(acqs, func(a, b acq) int { return a.at.Compare(b.at) })
 	row := contRow{name: name, hold: hold, acquisitions: len(acqs), seconds: s.contendFor.Seconds(),
 		failed: failed, perGoroutine: make([]int, workers), coldWorstWait: pct(coldWaits, 1)}
+	if len(acqs) > 0 {
+		row.attemptsPerAcq = float64(tries) / float64(len(acqs))
+	}
 	for i, a := range acqs {
 		row.perGoroutine[a.w]++
 		if i > 0 && acqs[i-1].w != a.w {

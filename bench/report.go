@@ -131,13 +131,18 @@ func (r *report) write(out, chart string) error {
 	p("Each goroutine has its own lock client and connections, as separate processes would. A handoff is an acquisition by a ")
 	p("different goroutine from the previous one. Share is the least-served goroutine's acquisitions over the fair share. ")
 	p("The goroutines contend for %v before the clock starts, so that they have dialled their connections (and, for this ", contendWarmUp)
-	p("library, opened their subscriptions); the warm-up's worst wait, from fresh clients, is shown apart as the cold start.\n\n")
-	p("| implementation | hold | acquisitions/s | handoffs/s | median wait | worst wait | cold start: worst wait | min share | per goroutine | failed |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	p("library, opened their subscriptions); the warm-up's worst wait, from fresh clients, is shown apart as the cold start. ")
+	p("Attempts per acquisition counts this library's rounds (from its observer); each costs one call on every node.\n\n")
+	p("| implementation | hold | acquisitions/s | handoffs/s | median wait | worst wait | cold start: worst wait | min share | attempts per acquisition | per goroutine | failed |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.contention {
-		p("| %s | %v | %.0f | %.0f | %s | %s | %s | %.2f | %v | %d |\n", x.name, x.hold, float64(x.acquisitions)/x.seconds,
-			float64(x.handoffs)/x.seconds, msf(x.medianWait), msf(x.worstWait), msf(x.coldWorstWait), x.minShare, x.perGoroutine, x.failed)
+		tries := "-"
+		if x.attemptsPerAcq > 0 {
+			tries = fmt.Sprintf("%.2f", x.attemptsPerAcq)
+		}
+		p("| %s | %v | %.0f | %.0f | %s | %s | %s | %.2f | %s | %v | %d |\n", x.name, x.hold, float64(x.acquisitions)/x.seconds,
+			float64(x.handoffs)/x.seconds, msf(x.medianWait), msf(x.worstWait), msf(x.coldWorstWait), x.minShare, tries, x.perGoroutine, x.failed)
 	}
-	p("\n## Commands\n\n```sh\nmake bench                      # go test benchmarks of the library, then this report\ncd bench && go run . -quick     # a smoke run with fewer iterations\n```\n")
+	p("\n## Commands\n\n```sh\nmake bench                      # go test benchmarks of the library, then this report\ncd bench && go run . -quick     # a smoke run with fewer iterations\ncd bench && go run . -only contention -impl redlock -cpuprofile cpu.prof   # one step, some implementations, profiled\n```\n")
 	p("\n%s\n", notes)
 	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
 		return err

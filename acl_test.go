@@ -1,0 +1,134 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
+)
+
+// lockerACL is the least privilege a lock client needs, as
+// docs/operations.md gives it: its own keys and channels, the scripts, and
+// the commands those scripts call (Redis checks those too).
+var lockerACL = []any{"ACL", "SETUSER", "locker", "on", ">secret", "resetkeys", "~redlock:*",
+	"-@all", "+@connection",
+	"+eval", "+evalsha", "+subscribe", "+unsubscribe",
+	"+time", "+get", "+set", "+del", "+exists", "+incr", "+pexpire",
+	"+zadd", "+zrem", "+zrange", "+zscore", "+publish"}
+
+// A client whose nodes log in as an ACL user limited to the lock's keys and
+// channels takes, waits for, extends and releases fenced locks.
+func TestLeastPrivilegeACLUser(t *testing.T) {
+	nodes := aclNodes(t, "&redlock:*")
+	ctx := context.Background()
+	newClient := func(opts ...redlock.Option) *redlock.Client {
+		c, err := redlock.New(nodes, append(opts, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// The waiter's retry delay is longer than the test: only the release
+	// notification, which needs the channels, can wake it in time.
+	holder, waiter := newClient(), newClient(redlock.WithRetryDelay(time.Minute, time.Minute))
+	if err := holder.Provision(ctx); err != nil {
+		t.Fatalf("provision as the ACL user: %v", err)
+	}
+	h, err := holder.TryLock(ctx, "acl")
+	if err != nil {
+		t.Fatalf("TryLock as the ACL user: %v", err)
+	}
+	if err := h.Extend(ctx); err != nil {
+		t.Fatalf("Extend as the ACL user: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		l, err := waiter.Lock(wctx, "acl")
+		if err == nil {
+			if l.Token() <= h.Token() {
+				t.Errorf("token %d after %d", l.Token(), h.Token())
+			}
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock as the ACL user: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter as the ACL user: %v", err)
+	}
+	// The user may touch nothing else.
+	if err := nodes[0].Set(ctx, "other", "x", 0).Err(); err == nil {
+		t.Fatal("the ACL user could write outside redlock:*; the test's ACL is too wide")
+	}
+}
+
+// Release notifications are a hint: where an ACL denies the channels, Unlock
+// still succeeds (the release script's PUBLISH fails inside it) and a
+// waiter gets the lock through its retry delay.
+func TestUnlockSucceedsWhenNotificationsAreDenied(t *testing.T) {
+	nodes := aclNodes(t) // no channels at all
+	ctx := context.Background()
+	newClient := func() *redlock.Client {
+		c, err := redlock.New(nodes, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second),
+			redlock.WithoutFencing())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	holder, waiter := newClient(), newClient()
+	h, err := holder.TryLock(ctx, "denied")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		l, err := waiter.Lock(wctx, "denied")
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the waiter is queued: Unlock promises and publishes
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock with notifications denied: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter with notifications denied: %v", err)
+	}
+}
+
+// aclNodes sets up the user "locker" with lockerACL and the given channel
+// patterns on three fresh nodes, and returns clients that log in as it.
+func aclNodes(t *testing.T, channels ...string) []redis.UniversalClient {
+	t.Helper()
+	cl := startFreshCluster(t, 3)
+	ctx := context.Background()
+	acl := append([]any{}, lockerACL...)
+	acl = append(acl, "resetchannels")
+	for _, c := range channels {
+		acl = append(acl, c)
+	}
+	var nodes []redis.UniversalClient
+	for i, in := range cl.inspect {
+		if err := in.Do(ctx, acl...).Err(); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		nodes = append(nodes, redis.NewClient(&redis.Options{Addr: cl.nodes[i].Addr(),
+			Username: "locker", Password: "secret"}))
+	}
+	t.Cleanup(func() { node.CloseClients(nodes) })
+	return nodes
+}
