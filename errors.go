@@ -56,6 +56,13 @@ var (
 	// within the node timeout.
 	ErrNodeTimeout = errors.New("redlock: node did not answer within the node timeout")
 
+	// ErrNodeHung is the Err of a NodeResult whose call was not sent at all
+	// (its Outcome is NodeTimedOut): the node has left earlier calls
+	// unanswered for longer than the node timeout, as a paused or hung
+	// process does. It matches ErrNodeTimeout too. The node gets calls again
+	// as soon as it answers one.
+	ErrNodeHung = fmt.Errorf("%w: not sent, the node has left earlier calls unanswered past the node timeout", ErrNodeTimeout)
+
 	// ErrEmptyName: the lock name is empty.
 	ErrEmptyName = errors.New("redlock: empty lock name")
 

@@ -88,7 +88,7 @@ func (l *Lock) commit(ctx context.Context, token int64) (nodes []NodeResult, kin
 		c.testHookBeforeCommit()
 	}
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(ctx, nil, op, nil)
+	replies, err := c.fanOut(ctx, nil, nil, op, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -157,7 +157,7 @@ func (c *Client) identities(ctx context.Context, claim bool, ids []int) ([]nodeI
 		return NodeGranted, 0, nil
 	}
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(ctx, nil, op, nil)
+	replies, err := c.fanOut(ctx, nil, nil, op, nil)
 	if err != nil {
 		return nil, err
 	}

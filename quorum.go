@@ -76,13 +76,19 @@ type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcom
 // If after is not nil, the call on node i starts only once after[i] is
 // closed (or is nil); the node timeout runs from then.
 //
+// A round skips a node for which unsent(i) holds (nil: none), and, unless
+// after is set (a release of what was sent), a hung node (nodeHealth). The
+// reply of a skipped node is NodeTimedOut with ErrNodeHung at once; nothing
+// is sent, so nothing has to be undone there either.
+//
 // After delivering its reply, a goroutine runs then (if not nil) with that
 // reply. Work that must follow the call on the same node, such as a
 // rollback, goes there: it cannot overtake the call it follows.
 //
 // The calls run under ctx, so a caller's cancellation reaches clients built
 // with ContextTimeoutEnabled; the node timeout bounds them either way.
-func (c *Client) fanOut(ctx context.Context, after []chan struct{}, op nodeOp, then func(reply)) (<-chan reply, error) {
+func (c *Client) fanOut(ctx context.Context, after []chan struct{}, unsent func(i int) bool, op nodeOp,
+	then func(reply)) (<-chan reply, error) {
 	replies := make(chan reply, len(c.nodes))
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -99,28 +105,7 @@ func (c *Client) fanOut(ctx context.Context, after []chan struct{}, op nodeOp, t
 	for i, node := range c.nodes {
 		go func() {
 			defer c.bg.Done()
-			callCtx, cancel := r.ctx, context.CancelFunc(nil)
-			if after != nil && after[i] != nil {
-				select {
-				case <-after[i]:
-				default:
-					<-after[i]
-					callCtx, cancel = context.WithTimeout(ctx, c.cfg.nodeTimeout)
-				}
-			}
-			start := time.Now()
-			outcome, value, err := op(callCtx, i, node)
-			if cancel != nil {
-				cancel()
-			}
-			r.callEnded()
-			if err != nil && (outcome == NodeGranted || outcome == NodeRefused) {
-				outcome = NodeFailed
-			}
-			if outcome == NodeFailed && isTimeout(err) {
-				outcome = NodeTimedOut
-			}
-			rep := reply{node: i, outcome: outcome, value: value, err: err, latency: time.Since(start)}
+			rep := c.call(ctx, r, i, node, after, unsent, op)
 			replies <- rep
 			if then != nil {
 				then(rep)
@@ -128,6 +113,78 @@ func (c *Client) fanOut(ctx context.Context, after []chan struct{}, op nodeOp, t
 		}()
 	}
 	return replies, nil
+}
+
+// call is one node's part of a round (fanOut).
+func (c *Client) call(ctx context.Context, r *round, i int, node redis.UniversalClient, after []chan struct{},
+	unsent func(i int) bool, op nodeOp) reply {
+	defer r.callEnded()
+	skipped := reply{node: i, outcome: NodeTimedOut, err: ErrNodeHung}
+	health := &c.health[i]
+	if after == nil && health.hung(c) {
+		return skipped
+	}
+	callCtx := r.ctx
+	if after != nil && after[i] != nil {
+		select {
+		case <-after[i]:
+		default:
+			<-after[i]
+			var cancel context.CancelFunc
+			callCtx, cancel = context.WithTimeout(ctx, c.cfg.nodeTimeout)
+			defer cancel()
+		}
+	}
+	if unsent != nil && unsent(i) {
+		return skipped
+	}
+	start := time.Now()
+	health.sending(c)
+	outcome, value, err := op(callCtx, i, node)
+	health.returned(c, err)
+	if err != nil && (outcome == NodeGranted || outcome == NodeRefused) {
+		outcome = NodeFailed
+	}
+	if outcome == NodeFailed && isTimeout(err) {
+		outcome = NodeTimedOut
+	}
+	return reply{node: i, outcome: outcome, value: value, err: err, latency: time.Since(start)}
+}
+
+// nodeHealth tells a hung node from a slow one, so that a paused or hung
+// process is not sent call after call that will sit unanswered in its
+// socket. go-redis by default waits out its ReadTimeout (seconds) on such a
+// call whatever the context says, and a client taking many locks would
+// pile up a goroutine and a connection per call, plus the background
+// releases of everything it sent there.
+//
+// A node is hung while it has calls pending and has neither answered nor
+// been idle for longer than the node timeout. A slow node that answers
+// late still answers, and keeps being sent calls.
+type nodeHealth struct {
+	pending atomic.Int32 // calls sent and not returned
+	// alive is when (c.since) the node last answered, or was sent a call
+	// while nothing was pending.
+	alive atomic.Int64
+}
+
+func (h *nodeHealth) hung(c *Client) bool {
+	return h.pending.Load() > 0 && c.since()-h.alive.Load() > int64(c.cfg.nodeTimeout)
+}
+
+func (h *nodeHealth) sending(c *Client) {
+	if h.pending.Add(1) == 1 {
+		h.alive.Store(c.since())
+	}
+}
+
+// returned records the end of a call. Only a reply proves the node alive: a
+// call that ended in a timeout or a broken connection does not.
+func (h *nodeHealth) returned(c *Client, err error) {
+	h.pending.Add(-1)
+	if err == nil || isServerReply(err) {
+		h.alive.Store(c.since())
+	}
 }
 
 // round holds the deadline that a round's calls share. The last call to end

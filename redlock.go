@@ -32,6 +32,8 @@ type Client struct {
 	bg      sync.WaitGroup // every goroutine the client starts
 
 	amnesiac  []atomic.Bool // per node: the amnesia warning was given
+	health    []nodeHealth  // per node: is it hung (quorum.go)
+	epoch     time.Time     // the origin of since()
 	provMu    sync.Mutex
 	provTried time.Time
 
@@ -101,6 +103,8 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		log:      log,
 		closing:  make(chan struct{}),
 		amnesiac: make([]atomic.Bool, len(nodes)),
+		health:   make([]nodeHealth, len(nodes)),
+		epoch:    time.Now(),
 		id:       uuid.NewString(),
 	}
 	c.notify.c = c
@@ -165,7 +169,7 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64, 
 	} else {
 		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, since)
 	}
-	replies, err := c.fanOut(ctx, nil, op, l.afterAcquire)
+	replies, err := c.fanOut(ctx, nil, nil, op, l.afterAcquire)
 	if err != nil {
 		c.observe(ctx, "lock", name, start, nil, nil, 0, time.Time{}, err)
 		return nil, err
@@ -362,7 +366,7 @@ func splitVote(nodes []NodeResult) bool {
 // node, in the background, withdrawing a promise made to it.
 func (c *Client) leaveQueue(key, waiter string) {
 	keys := []string{key, nextKey(key), queueKey(key), seenKey(key)}
-	_, _ = c.fanOut(context.Background(), nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+	_, _ = c.fanOut(context.Background(), nil, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
 		err := leaveLua.Run(ctx, node, keys, waiter).Err()
 		if err != nil {
 			return NodeFailed, 0, err
@@ -492,6 +496,7 @@ type Lock struct {
 	// acqOutcome[i] is valid after that.
 	acqDone    []chan struct{}
 	acqOutcome []Outcome
+	acqSent    []bool // false: the node was hung, and nothing was sent
 	// per node: closed once the first release after a failed attempt was
 	// tried. Made by abandon, before the verdict that the rollbacks wait for.
 	rollbackTried []chan struct{}
@@ -521,6 +526,7 @@ func (c *Client) newLock(name string) *Lock {
 		value:      value,
 		acqDone:    make([]chan struct{}, n),
 		acqOutcome: make([]Outcome, n),
+		acqSent:    make([]bool, n),
 		verdict:    make(chan struct{}),
 		done:       make(chan struct{}),
 	}
@@ -542,6 +548,10 @@ func newValue() string {
 	hex.Encode(text[:], raw[:])
 	return string(text[:])
 }
+
+// since is the time since the client was made, in ns, on the monotonic
+// clock.
+func (c *Client) since() int64 { return int64(time.Since(c.epoch)) }
 
 func (c *Client) lockKey(name string) string { return c.cfg.keyPrefix + ":{" + name + "}" }
 
@@ -585,10 +595,11 @@ func (l *Lock) acquireOp(ctx context.Context, _ int, node redis.UniversalClient)
 // the call and never before it.
 func (l *Lock) afterAcquire(r reply) {
 	l.acqOutcome[r.node] = r.outcome
+	l.acqSent[r.node] = r.err != ErrNodeHung
 	close(l.acqDone[r.node])
 	<-l.verdict
-	if l.success {
-		return
+	if l.success || !l.acqSent[r.node] {
+		return // held, or nothing was sent there
 	}
 	l.c.releaseNode(l.c.nodes[r.node], l, definite(r.outcome), l.rollbackTried[r.node])
 }
@@ -667,7 +678,7 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 		return call.outcome(ctx, node)
 	}
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(ctx, nil, op, nil)
+	replies, err := c.fanOut(ctx, nil, nil, op, nil)
 	if err != nil {
 		return time.Time{}, nil, err
 	}
@@ -736,13 +747,17 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
 		return l.unlockCall(definite(l.acqOutcome[i])).outcome(ctx, node)
 	}
+	unsent := func(i int) bool { return !l.acqSent[i] } // nothing to release there
 	then := func(r reply) {
+		if r.err == ErrNodeHung {
+			return
+		}
 		if r.outcome == NodeFailed && !isServerReply(r.err) || r.outcome == NodeTimedOut {
 			c.retryRelease(c.nodes[r.node], l, definite(l.acqOutcome[r.node]))
 		}
 	}
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(context.WithoutCancel(ctx), l.acqDone, op, then)
+	replies, err := c.fanOut(context.WithoutCancel(ctx), l.acqDone, unsent, op, then)
 	if err != nil {
 		return nil, err
 	}
