@@ -76,8 +76,9 @@ type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcom
 // If after is not nil, the call on node i starts only once after[i] is
 // closed (or is nil); the node timeout runs from then.
 //
-// A round skips a node for which unsent(i) holds (nil: none), and, unless
-// after is set (a release of what was sent), a hung node (nodeHealth). The
+// A round skips a node i for which sent[i] is false (nil sends to all),
+// and, unless after is set (a release of what was sent), a hung node
+// (nodeHealth). The
 // reply of a skipped node is NodeTimedOut with ErrNodeHung at once; nothing
 // is sent, so nothing has to be undone there either.
 //
@@ -87,7 +88,7 @@ type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcom
 //
 // The calls run under ctx, so a caller's cancellation reaches clients built
 // with ContextTimeoutEnabled; the node timeout bounds them either way.
-func (c *Client) fanOut(ctx context.Context, after []chan struct{}, unsent func(i int) bool, op nodeOp,
+func (c *Client) fanOut(ctx context.Context, after []chan struct{}, sent []bool, op nodeOp,
 	then func(reply)) (<-chan reply, error) {
 	replies := make(chan reply, len(c.nodes))
 	c.mu.Lock()
@@ -105,7 +106,7 @@ func (c *Client) fanOut(ctx context.Context, after []chan struct{}, unsent func(
 	for i, node := range c.nodes {
 		go func() {
 			defer c.bg.Done()
-			rep := c.call(ctx, r, i, node, after, unsent, op)
+			rep := c.call(ctx, r, i, node, after, sent, op)
 			replies <- rep
 			if then != nil {
 				then(rep)
@@ -117,7 +118,7 @@ func (c *Client) fanOut(ctx context.Context, after []chan struct{}, unsent func(
 
 // call is one node's part of a round (fanOut).
 func (c *Client) call(ctx context.Context, r *round, i int, node redis.UniversalClient, after []chan struct{},
-	unsent func(i int) bool, op nodeOp) reply {
+	sent []bool, op nodeOp) reply {
 	defer r.callEnded()
 	skipped := reply{node: i, outcome: NodeTimedOut, err: ErrNodeHung}
 	health := &c.health[i]
@@ -135,7 +136,7 @@ func (c *Client) call(ctx context.Context, r *round, i int, node redis.Universal
 			defer cancel()
 		}
 	}
-	if unsent != nil && unsent(i) {
+	if sent != nil && !sent[i] {
 		return skipped
 	}
 	start := time.Now()

@@ -747,7 +747,6 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
 		return l.unlockCall(definite(l.acqOutcome[i])).outcome(ctx, node)
 	}
-	unsent := func(i int) bool { return !l.acqSent[i] } // nothing to release there
 	then := func(r reply) {
 		if r.err == ErrNodeHung {
 			return
@@ -757,7 +756,7 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 		}
 	}
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(context.WithoutCancel(ctx), l.acqDone, unsent, op, then)
+	replies, err := c.fanOut(context.WithoutCancel(ctx), l.acqDone, l.acqSent, op, then) // nothing to release where nothing was sent
 	if err != nil {
 		return nil, err
 	}

@@ -211,6 +211,7 @@ func (s *suite) faults(ctx context.Context, r *report) error {
 				}
 			}
 			row := faultRow{name: m.name, paused: paused}
+			time.Sleep(200 * time.Millisecond) // the previous row's clients finish closing
 			goroutines := runtime.NumGoroutine()
 			var ds []time.Duration
 			for i := range m.iters {

@@ -162,8 +162,8 @@ const notes = `## Reading the results, and where targets are missed
   for the acquisition too (the release marker check and the WRONGTYPE check), keeps per-node outcomes,
   and after a majority has released waits a short grace for the other nodes so that an immediate
   re-acquisition does not trip over its own value. On two cores shared with nine redis-servers the
-  ratio moves by 0.3x from run to run (0.86x, 1.14x and 1.26x in three runs); the unfenced target of
-  1.10x is met in some runs and not others.
+  ratio moves by 0.3x from run to run (between 0.86x and 1.26x over the runs so far); the unfenced
+  target of 1.10x is met in some runs and not others.
 - **Fenced latency** is three round trips (acquire with a candidate, commit, release) against the floor's
   two, with heavier scripts (the candidate needs an INCR and a read of H, the commit a marker check);
   about 1.5x is the least to expect; across runs here it measured between 1.3x and 1.9x.
@@ -173,32 +173,43 @@ const notes = `## Reading the results, and where targets are missed
   every attempt. Now a round boxes its script arguments once and shares them, read-only, among the node
   calls (EVALSHA through Do, EVAL on NOSCRIPT); the calls of a round share one deadline; a lock builds its
   keys once; the rollback channels are made only when an attempt fails. That took the root benchmark
-  from 309 to 122 allocations per unfenced cycle and from 476 to 193 fenced. What remains is mostly
-  go-redis's own per-command cost (a Cmd, its connection health check), which the floor pays too.
+  from 309 to 122 allocations per unfenced cycle and from 476 to 194 fenced. What remains is mostly
+  go-redis's own per-command cost (a Cmd, its connection health check), which the floor pays too; it
+  moves by one or two from run to run, so the comparison with the floor's 123 is a tie.
 - **Faults.** With nodes paused the library never waits for them: the collector decides at the majority,
   and gives up on silent nodes at its own node timeout even though go-redis ignores context deadlines by
-  default. redsync waits out go-redis's 5 s ReadTimeout on each paused node. The "within 3x of healthy
-  p99" ratio rests on the three slowest of 300 attempts, a few milliseconds of scheduling noise on two
-  shared cores: it measured 1.4x, 2.3x, 2.8x and 9.9x (0.4 ms healthy against 4.2 ms) in four runs,
-  while the p50 stays flat.
+  default. redsync waits out go-redis's 5 s ReadTimeout on each paused node. A node whose calls have
+  gone unanswered for longer than the node timeout is not sent more until it answers one
+  (ErrNodeHung, docs/design.md): before that, every lock left a call stuck on each paused node until
+  go-redis's ReadTimeout, and a release retried in the background for up to a TTL. 1,000 cycles with
+  2 of 5 nodes paused left 2,036 goroutines behind; now a few dozen (the calls sent within the first
+  node timeout, and their releases). With that background work gone, the paused rows' p99 is within
+  about 1.5-2x of the healthy one; before, it measured between 1.4x and 9.9x from run to run. The
+  rows now take 1,000 samples instead of 300, so a p99 rests on ten samples rather than three.
 - **Contention.** Waiters queue on the nodes, ordered by when they started waiting, and Unlock
-  promises the lock to the oldest live waiter for two node timeouts and wakes only that waiter through
-  pub/sub (one subscriber connection per node per client); every other acquisition, TryLock included,
-  is refused meanwhile (docs/design.md). Every acquisition is a handoff and the shares are equal to
-  within one or two acquisitions. Traces of the slow waits showed two costs, both fixed: a client with
-  one waiter subscribed and unsubscribed on every node for every wait, and missed the releases that came
-  while it subscribed (so the promised waiter slept out its retry delay while everyone else was
-  refused). Subscriptions now linger for 2 s after the last waiter, and a waiter looks once more when
-  its subscription is confirmed. Steady-state worst waits went from 50-85 ms to 23-41 ms in the runs
-  made while fixing it. The cold start, eight fresh clients dialling 40 connections and 40
-  subscriptions at once on two cores, still costs 60-80 ms for the first waits; the table shows it
-  apart. Handoffs/s measured 13-22x redsync's across runs, lowest for the fenced client holding the
-  lock for 1 ms: a fenced handoff costs three round trips (acquire, commit, release) against
-  unfenced's two, and a 1 ms hold adds a millisecond of idle lock per handoff that no client can
-  shorten. Redsync's own count moves between 19 and 28 per second from run to run (the warm-up helps
-  it too), so the 20x line is crossed by the unfenced client in some runs and not in others, and not
-  by the fenced one with a hold. Not closed: the handoff is already one notification and one attempt
-  by the promised waiter; what is left is round trips and two shared cores.
+  promises the lock to the oldest live waiter for two node timeouts and wakes only that waiter; every
+  other acquisition, TryLock included, is refused meanwhile (docs/design.md). Every acquisition is a
+  handoff and the shares are equal to within a few acquisitions. Three costs were found and fixed,
+  by traces and by pprof:
+  - a client with one waiter subscribed and unsubscribed on every node for every wait, and missed
+    the releases that came while it subscribed. Subscriptions now linger for 2 s, and a waiter looks
+    once more when its subscription is confirmed (worst waits from 50-85 ms to 20-40 ms);
+  - every promise was published on one channel that every waiting client heard: with 8 clients and
+    5 nodes, 40 deliveries per handoff where 5 are needed, 23% of the process's CPU in the profile.
+    A promise now goes out on the promised waiter's own client's channel (5% of CPU). Handoffs/s went
+    from 445 to 698 unfenced, and from 388 to 556 fenced, in back-to-back runs;
+  - a waiter registered for notifications only after its first refusal, so it always looked a second
+    time, in case a release fell in between: three attempts per acquisition. A client that is already
+    subscribed now registers the waiter before its first attempt; attempts per acquisition fell from
+    3 to 2.06 (the refusal that queues the waiter, and the promised attempt), and handoffs/s rose to
+    817 unfenced and 730 fenced.
+  The cold start, eight fresh clients dialling 40 connections and 40 subscriptions at once on two
+  cores, still costs 30-100 ms for the first waits; the table shows it apart. **Missed with a 1 ms
+  hold:** 15-18x redsync's handoffs/s. With the hold, a handoff is the hold itself, the sleep's
+  overshoot on an idle VM (the hold costs 1.3 ms of throughput, not 1.0), and the roughly 1.1 ms
+  (unfenced) or 1.3 ms (fenced) handoff measured at hold 0; 20x of redsync's 20-23 per second would
+  need 400-460 per second. What is left is round trips on two shared cores: the promised waiter is
+  woken by one message and takes the lock in one attempt.
 `
 
 func (r *report) svg() string {
