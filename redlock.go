@@ -377,8 +377,10 @@ func (c *Client) leaveQueue(key, waiter string) {
 
 // The keys of a lock's queue (queueLua). They share the lock's hash tag.
 func nextKey(key string) string  { return key + ":next" }
-func queueKey(key string) string { return key + ":queue" }
-func seenKey(key string) string  { return key + ":queue:seen" }
+func queueKey(key string) string { return key + queueSuffix }
+func seenKey(key string) string  { return key + queueSuffix + seenSuffix }
+
+const queueSuffix, seenSuffix = ":queue", ":seen"
 
 // staleWaiter is how long after its last attempt a waiter still counts as
 // waiting: the longest a live waiter sleeps, plus an attempt's round trip
@@ -517,7 +519,11 @@ type Lock struct {
 
 func (c *Client) newLock(name string) *Lock {
 	n := len(c.nodes)
-	key := c.lockKey(name)
+	// The lock key and its queue's keys (queueKey, seenKey) are prefixes of
+	// one another: one string holds all three.
+	seen := c.cfg.keyPrefix + ":{" + name + "}" + queueSuffix + seenSuffix
+	key := seen[:len(seen)-len(queueSuffix)-len(seenSuffix)]
+	queue := seen[:len(key)+len(queueSuffix)]
 	value := newValue()
 	l := &Lock{
 		c:          c,
@@ -534,7 +540,7 @@ func (c *Client) newLock(name string) *Lock {
 		l.acqDone[i] = make(chan struct{})
 	}
 	l.marker = key + ":released:" + value
-	l.keyArgs = boxKeys(key, l.marker, nextKey(key), queueKey(key), seenKey(key))
+	l.keyArgs = boxKeys(key, l.marker, nextKey(key), queue, seen)
 	l.valueArg = value
 	return l
 }
