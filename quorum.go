@@ -161,16 +161,28 @@ func (c *Client) call(ctx context.Context, r *round, i int, node redis.Universal
 //
 // A node is hung while it has calls pending and has neither answered nor
 // been idle for longer than the node timeout. A slow node that answers
-// late still answers, and keeps being sent calls.
+// late still answers, and keeps being sent calls. A hung node is still sent
+// one call every probeEvery node timeouts (counted from its last answer or
+// probe): a go-redis client configured
+// without any read timeout could leave a call pending for ever on a
+// connection that died, while a new connection would work.
 type nodeHealth struct {
 	pending atomic.Int32 // calls sent and not returned
 	// alive is when (c.since) the node last answered, or was sent a call
 	// while nothing was pending.
-	alive atomic.Int64
+	alive  atomic.Int64
+	probed atomic.Int64 // when (c.since) a hung node was last sent a call
 }
 
+const probeEvery = 10
+
 func (h *nodeHealth) hung(c *Client) bool {
-	return h.pending.Load() > 0 && c.since()-h.alive.Load() > int64(c.cfg.nodeTimeout)
+	now, timeout := c.since(), int64(c.cfg.nodeTimeout)
+	if h.pending.Load() == 0 || now-h.alive.Load() <= timeout {
+		return false
+	}
+	probed := h.probed.Load()
+	return now-max(probed, h.alive.Load()) <= probeEvery*timeout || !h.probed.CompareAndSwap(probed, now)
 }
 
 func (h *nodeHealth) sending(c *Client) {
