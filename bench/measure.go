@@ -121,17 +121,20 @@ func (s *suite) latency(ctx context.Context, r *report) error {
 	if err := s.provision(ctx); err != nil {
 		return err
 	}
-	impls := s.impls(5)
+	all := s.impls(5)
+	defer func() {
+		for _, im := range all {
+			im.l.close()
+		}
+	}()
+	impls := slices.DeleteFunc(slices.Clone(all), func(im impl) bool { return !measured(im.name) })
 	for _, g := range []int{1, 8} {
-		for _, im := range impls {
-			if !measured(im.name) {
-				continue
-			}
-			ds, err := timeOps(ctx, im.l, g, s.iters, fmt.Sprintf("lat:%d", g))
-			if err != nil {
-				return fmt.Errorf("%s: %w", im.name, err)
-			}
-			row := latRow{name: im.name, goroutines: g, p50: pct(ds, 0.5), p99: pct(ds, 0.99)}
+		ds, err := interleaved(ctx, impls, g, s.iters, fmt.Sprintf("lat:%d", g))
+		if err != nil {
+			return err
+		}
+		for j, im := range impls {
+			row := latRow{name: im.name, goroutines: g, p50: pct(ds[j], 0.5), p99: pct(ds[j], 0.99)}
 			if g == 1 {
 				res := testing.Benchmark(func(b *testing.B) {
 					b.ReportAllocs()
@@ -146,10 +149,29 @@ func (s *suite) latency(ctx context.Context, r *report) error {
 			r.latency = append(r.latency, row)
 		}
 	}
-	for _, im := range impls {
-		im.l.close()
-	}
 	return nil
+}
+
+// interleavedRounds is how many turns the implementations take in
+// interleaved.
+const interleavedRounds = 10
+
+// interleaved times iters cycles of each implementation (timeOps), in
+// turns, so that the noise of a shared two-core machine (a burst of work
+// elsewhere, a slow phase of the scheduler) falls on all of them alike
+// rather than on whichever ran at the time.
+func interleaved(ctx context.Context, impls []impl, g, iters int, prefix string) ([][]time.Duration, error) {
+	ds := make([][]time.Duration, len(impls))
+	for range interleavedRounds {
+		for j, im := range impls {
+			d, err := timeOps(ctx, im.l, g, iters/interleavedRounds, prefix)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", im.name, err)
+			}
+			ds[j] = append(ds[j], d...)
+		}
+	}
+	return ds, nil
 }
 
 type scaleRow struct {
@@ -160,13 +182,16 @@ type scaleRow struct {
 func (s *suite) scaling(ctx context.Context, r *report) error {
 	for _, n := range []int{1, 3, 5, 7, 9} {
 		row := scaleRow{nodes: n, p50: map[string]time.Duration{}}
-		for _, im := range s.impls(n)[:3] {
-			ds, err := timeOps(ctx, im.l, 1, s.iters/3, fmt.Sprintf("scale:%d", n))
-			if err != nil {
-				return fmt.Errorf("%s on %d nodes: %w", im.name, n, err)
-			}
-			row.p50[im.name] = pct(ds, 0.5)
+		all := s.impls(n)
+		ds, err := interleaved(ctx, all[:3], 1, s.iters/3, fmt.Sprintf("scale:%d", n))
+		for _, im := range all {
 			im.l.close()
+		}
+		if err != nil {
+			return fmt.Errorf("on %d nodes: %w", n, err)
+		}
+		for j, im := range all[:3] {
+			row.p50[im.name] = pct(ds[j], 0.5)
 		}
 		r.scaling = append(r.scaling, row)
 	}

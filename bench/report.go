@@ -103,7 +103,8 @@ func (r *report) write(out, chart string) error {
 	}
 
 	p("\n## Lock+unlock latency, 5 nodes\n\nOne cycle is `TryLock` then `Unlock` on a free key; with 8 goroutines each has its own key. ")
-	p("bsm/redislock runs on one node, for reference.\n\n")
+	p("bsm/redislock runs on one node, for reference. The implementations take turns, %d of them each, ", interleavedRounds)
+	p("so that the machine's noise falls on all of them alike.\n\n")
 	p("| implementation | goroutines | p50 | p99 | p50 / floor | allocs/op |\n|---|---|---|---|---|---|\n")
 	for _, x := range r.latency {
 		f := r.lat("floor: raw SET NX fan-out", x.goroutines)
