@@ -163,8 +163,9 @@ const notes = `## Reading the results, and where targets are missed
   for the acquisition too (the release marker check and the WRONGTYPE check), keeps per-node outcomes,
   and after a majority has released waits a short grace for the other nodes so that an immediate
   re-acquisition does not trip over its own value. On two cores shared with nine redis-servers the
-  ratio moves by 0.3x from run to run (between 0.86x and 1.26x over the runs so far); the unfenced
-  target of 1.10x is met in some runs and not others.
+  ratio moved by 0.3x from run to run (between 0.86x and 1.26x) while each implementation ran its
+  3,000 cycles in one go; the implementations now take turns, ten rounds each, and the ratio has
+  stayed within 1.03x-1.09x unfenced and 1.50x-1.59x fenced in three runs.
 - **Fenced latency** is three round trips (acquire with a candidate, commit, release) against the floor's
   two, with heavier scripts (the candidate needs an INCR and a read of H, the commit a marker check);
   about 1.5x is the least to expect; across runs here it measured between 1.3x and 1.9x.
@@ -206,7 +207,7 @@ const notes = `## Reading the results, and where targets are missed
     817 unfenced and 730 fenced.
   The cold start, eight fresh clients dialling 40 connections and 40 subscriptions at once on two
   cores, still costs 30-100 ms for the first waits; the table shows it apart. **With a 1 ms hold the
-  20x line is crossed in some runs only:** we measured 355-395 handoffs/s against redsync's 18-23, so
+  20x line is crossed in some runs only:** we measured 320-395 handoffs/s against redsync's 18-23, so
   15-22x. With the hold, a handoff is the hold itself, the sleep's overshoot on an idle VM (the hold
   costs 1.3 ms of throughput, not 1.0), and the roughly 1.1 ms (unfenced) or 1.3 ms (fenced) handoff
   measured at hold 0. What is left is round trips on two shared cores: the promised waiter is woken
