@@ -91,16 +91,7 @@ func TestUnlockSucceedsWhenNotificationsAreDenied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		l, err := waiter.Lock(wctx, "denied")
-		if err == nil {
-			err = l.Unlock(ctx)
-		}
-		got <- err
-	}()
+	got := lockAndUnlock(waiter, "denied", 5*time.Second)
 	time.Sleep(100 * time.Millisecond) // the waiter is queued: Unlock promises and publishes
 	if err := h.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock with notifications denied: %v", err)

@@ -188,16 +188,7 @@ func TestReleaseBeforeSubscriptionStillWakesTheWaiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		l, err := waiter.Lock(wctx, "early")
-		if err == nil {
-			err = l.Unlock(ctx)
-		}
-		got <- err
-	}()
+	got := lockAndUnlock(waiter, "early", 5*time.Second)
 	// The first attempt is refused; the waiter now sleeps its retry delay,
 	// with its subscription held back.
 	if err := <-attempts; !errors.Is(err, redlock.ErrLocked) {
@@ -232,14 +223,7 @@ func TestSubscriptionLingersThenEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		l, err := waiter.Lock(ctx, "linger")
-		if err == nil {
-			err = l.Unlock(ctx)
-		}
-		got <- err
-	}()
+	got := lockAndUnlock(waiter, "linger", 10*time.Second)
 	time.Sleep(100 * time.Millisecond)
 	if err := h.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -283,15 +267,9 @@ func TestPromiseIsPublishedToTheWaitersClientOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results := make(chan error, 2)
+	var results []<-chan error
 	for _, c := range []*redlock.Client{waiter, bystander} {
-		go func() {
-			l, err := c.Lock(ctx, "only")
-			if err == nil {
-				err = l.Unlock(ctx)
-			}
-			results <- err
-		}()
+		results = append(results, lockAndUnlock(c, "only", 10*time.Second))
 		time.Sleep(50 * time.Millisecond) // waiter first, bystander second in line
 	}
 	if err := h.Unlock(ctx); err != nil {
@@ -309,8 +287,8 @@ func TestPromiseIsPublishedToTheWaitersClientOnly(t *testing.T) {
 	if !found || m.Channel != "redlock:{only}:promised:"+client {
 		t.Errorf("release promised to %q went out on %q, want the promised client's own channel", m.Payload, m.Channel)
 	}
-	for range 2 {
-		if err := <-results; err != nil {
+	for _, got := range results {
+		if err := <-got; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -345,14 +323,7 @@ func TestSubscribedWaiterNeedsNoSecondLook(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make(chan error, 1)
-		go func() {
-			l, err := waiter.Lock(ctx, "look")
-			if err == nil {
-				err = l.Unlock(ctx)
-			}
-			got <- err
-		}()
+		got := lockAndUnlock(waiter, "look", 10*time.Second)
 		time.Sleep(200 * time.Millisecond)
 		if err := h.Unlock(ctx); err != nil {
 			t.Fatal(err)

@@ -63,6 +63,22 @@ func startFreshCluster(t testing.TB, n int) *cluster {
 	return cl
 }
 
+// lockAndUnlock runs Lock and then Unlock on c in the background, Lock
+// bounded by wait, and delivers Lock's error, or else Unlock's.
+func lockAndUnlock(c *redlock.Client, name string, wait time.Duration) <-chan error {
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		l, err := c.Lock(ctx, name)
+		if err == nil {
+			err = l.Unlock(context.Background())
+		}
+		got <- err
+	}()
+	return got
+}
+
 // newClient returns a lock client that is closed when the test ends.
 func (cl *cluster) newClient(t testing.TB, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
@@ -652,16 +668,7 @@ func TestClusterClientsAsNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	got := make(chan error, 1)
-	go func() {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		l2, err := b.Lock(wctx, "sharded")
-		if err == nil {
-			err = l2.Unlock(ctx)
-		}
-		got <- err
-	}()
+	got := lockAndUnlock(b, "sharded", 5*time.Second)
 	time.Sleep(100 * time.Millisecond)
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock: %v", err)
