@@ -125,7 +125,7 @@ func (r *report) write(out, chart string) error {
 	p("Each row is a fresh set of clients with go-redis defaults. Our node timeout is 50 ms; redsync's is 5%% of its 8 s expiry, 400 ms, ")
 	p("and go-redis only honours it with `ContextTimeoutEnabled`.\n\n")
 	p("Goroutines left is how many more goroutines the process had after the attempts than before, with the nodes still ")
-	p("paused: calls stuck on them, and releases waiting to be retried.\n\n")
+	p("paused: calls stuck on them, and releases waiting to be retried. A negative count means goroutines from earlier steps ended during the row.\n\n")
 	p("| implementation | paused | attempts | failed | p50 | p99 | goroutines left |\n|---|---|---|---|---|---|---|\n")
 	for _, x := range r.faults {
 		p("| %s | %d | %d | %d | %s | %s | %d |\n", x.name, x.paused, x.n, x.failed, msf(x.p50), msf(x.p99), x.goroutines)
