@@ -21,10 +21,10 @@ import (
 // of its waiters, subscribed to both channels of the names being waited
 // for. A message naming a waiter wakes that waiter only; an empty one wakes
 // the client's oldest waiter for the name, which then retries after a delay
-// that shrinks with how long it has waited. Notifications are a hint: a lost one costs only the jittered retry
-// delay, which stays in place as the fallback. Rollbacks of failed attempts
-// do not notify, or every failed attempt would wake the others into another
-// round of split votes.
+// that shrinks with how long it has waited. Notifications are a hint: a
+// lost one costs only the jittered retry delay, which stays in place as the
+// fallback. Rollbacks of failed attempts do not notify, or every failed
+// attempt would wake the others into another round of split votes.
 
 // handoffSpread bounds the age-priority delay of a woken waiter.
 const handoffSpread = 2 * time.Millisecond
