@@ -107,12 +107,17 @@ func (n *notifier) channels(key string) [2]string {
 	return [2]string{key + releasedSuffix, key + promisedInfix + n.c.id}
 }
 
-// lockKey is the lock key a channel of this client belongs to.
-func (n *notifier) lockKey(channel string) (string, bool) {
-	if key, ok := strings.CutSuffix(channel, releasedSuffix); ok {
-		return key, true
+// subscriptionOf is the subscription a channel of this client belongs to,
+// or nil; n.mu is held.
+func (n *notifier) subscriptionOf(channel string) *subscription {
+	key, ok := strings.CutSuffix(channel, releasedSuffix)
+	if !ok {
+		key, ok = strings.CutSuffix(channel, promisedInfix+n.c.id)
 	}
-	return strings.CutSuffix(channel, promisedInfix+n.c.id)
+	if !ok {
+		return nil
+	}
+	return n.locks[key]
 }
 
 // subscribed reports whether the client subscribes to key's channels
@@ -222,13 +227,9 @@ func (n *notifier) start() {
 // Every node publishes the same release: the first wakes, the rest
 // coalesce.
 func (n *notifier) deliver(channel, promisedTo string) {
-	key, ok := n.lockKey(channel)
-	if !ok {
-		return
-	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	sub := n.locks[key]
+	sub := n.subscriptionOf(channel)
 	if sub == nil || len(sub.waiters) == 0 {
 		return
 	}
@@ -271,13 +272,9 @@ func (w *waiting) notify(reason wakeReason) {
 // delay while the lock waits for it. After the confirmation, releases reach
 // it.
 func (n *notifier) listen(channel string) {
-	key, ok := n.lockKey(channel)
-	if !ok {
-		return
-	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	sub := n.locks[key]
+	sub := n.subscriptionOf(channel)
 	if sub == nil || sub.listening {
 		return
 	}
