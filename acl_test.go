@@ -17,7 +17,7 @@ var lockerACL = []any{"ACL", "SETUSER", "locker", "on", ">secret", "resetkeys", 
 	"-@all", "+@connection",
 	"+eval", "+evalsha", "+subscribe", "+unsubscribe",
 	"+time", "+get", "+set", "+del", "+exists", "+incr", "+pexpire",
-	"+zadd", "+zrem", "+zrange", "+zscore", "+publish"}
+	"+zadd", "+zrem", "+zrange", "+zscore", "+publish", "+info"}
 
 // A client whose nodes log in as an ACL user limited to the lock's keys and
 // channels takes, waits for, extends and releases fenced locks.

@@ -40,6 +40,20 @@ var (
 	// it lost its data, or is new. It is left out of quorums until Repair.
 	ErrAmnesia = errors.New("redlock: node lost its fencing state")
 
+	// ErrNotProvisioned: a majority of the nodes hold no fencing identity.
+	// Either nobody provisioned the deployment (call Client.Provision, or
+	// `redlock provision`, once at deploy time), or a majority lost their
+	// data, an outage that needs an operator (Client.Reprovision,
+	// docs/operations.md). Lock gives up at once.
+	ErrNotProvisioned = errors.New("redlock: the nodes hold no fencing identity (not provisioned, or a majority lost its data)")
+
+	// ErrRepairTooSoon: Repair found the node out for less than the longest
+	// TTL in use (see RepairTooSoonError, which says how long to wait).
+	ErrRepairTooSoon = errors.New("node out for less than the longest TTL in use (delayed restart)")
+
+	// ErrTokenRange: a token argument is not below 2^53.
+	ErrTokenRange = errors.New("redlock: token out of range")
+
 	// ErrNodeIDConflict: two nodes have the same fencing id, or ids and
 	// uuids disagree. Tokens are not safe until an operator fixes it.
 	ErrNodeIDConflict = errors.New("redlock: conflicting node ids")
@@ -73,16 +87,17 @@ var (
 // Errors returned by New for invalid configuration, each wrapped with the
 // offending value.
 var (
-	ErrNoNodes          = errors.New("redlock: no nodes")
-	ErrNilNode          = errors.New("redlock: nil node")
-	ErrDuplicateNode    = errors.New("redlock: the same node client given twice")
-	ErrTTLTooShort      = errors.New("redlock: TTL too short")
-	ErrBadDriftFactor   = errors.New("redlock: drift factor must be in [0, 1)")
-	ErrBadNodeTimeout   = errors.New("redlock: node timeout must be positive")
-	ErrNoValidityBudget = errors.New("redlock: drift and node timeout leave no validity within the TTL")
-	ErrBadRetryDelay    = errors.New("redlock: retry delays must satisfy 0 <= min <= max")
-	ErrTooManyNodes     = errors.New("redlock: fencing supports at most 256 nodes")
-	ErrFencingNode      = errors.New("redlock: fencing needs standalone or Sentinel nodes, not Cluster or Ring clients; use WithoutFencing")
+	ErrNoNodes           = errors.New("redlock: no nodes")
+	ErrNilNode           = errors.New("redlock: nil node")
+	ErrDuplicateNode     = errors.New("redlock: the same node client given twice")
+	ErrTTLTooShort       = errors.New("redlock: TTL too short")
+	ErrBadDriftFactor    = errors.New("redlock: drift factor must be in [0, 1)")
+	ErrBadNodeTimeout    = errors.New("redlock: node timeout must be positive")
+	ErrNoValidityBudget  = errors.New("redlock: drift and node timeout leave no validity within the TTL")
+	ErrBadRetryDelay     = errors.New("redlock: retry delays must satisfy 0 <= min <= max")
+	ErrRetentionTooShort = errors.New("redlock: fencing retention too short")
+	ErrTooManyNodes      = errors.New("redlock: fencing supports at most 256 nodes")
+	ErrFencingNode       = errors.New("redlock: fencing needs standalone or Sentinel nodes, not Cluster or Ring clients; use WithoutFencing")
 )
 
 // QuorumError reports a failed operation on the quorum: what failed (Kind,

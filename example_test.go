@@ -35,6 +35,11 @@ func ExampleClient_Do() {
 		panic(err)
 	}
 	defer c.Close()
+	// Once per deployment (at deploy time, or `redlock provision`): give the
+	// nodes their fencing identities. It is a no-op once done.
+	if err := c.Provision(context.Background()); err != nil {
+		panic(err)
+	}
 
 	err = c.Do(context.Background(), "migrations", func(ctx context.Context, l *redlock.Lock) error {
 		// Runs on one process at a time. The lock is extended while this runs;
@@ -54,6 +59,7 @@ func ExampleClient_TryLock() {
 	c, _ := redlock.New(nodes)
 	defer c.Close()
 	ctx := context.Background()
+	c.Provision(ctx) // once per deployment
 
 	l, _ := c.TryLock(ctx, "report")
 	defer l.Unlock(ctx)
@@ -71,6 +77,7 @@ func ExampleLock_Token() {
 	c, _ := redlock.New(nodes)
 	defer c.Close()
 	ctx := context.Background()
+	c.Provision(ctx)         // once per deployment
 	store := &fence.Memory{} // the protected service's fence
 
 	a, _ := c.Lock(ctx, "invoice:7")

@@ -63,7 +63,8 @@ func ScriptName(args []any) string {
 	body, _ := args[1].(string)
 	for name, s := range map[string]interface{ Hash() string }{
 		"acquire": fencedAcquireLua, "acquire-unfenced": acquireLua, "commit": commitLua,
-		"release": releaseLua, "extend": extendLua, "provision": provisionLua,
+		"release": releaseLua, "extend": extendLua, "state": nodeStateLua, "claim": claimLua,
+		"roster": rosterLua, "assign": assignLua, "swap-uuid": swapUUIDLua, "repair": repairLua,
 	} {
 		if body == s.Hash() {
 			return name
@@ -71,7 +72,8 @@ func ScriptName(args []any) string {
 	}
 	for name, src := range map[string]string{
 		"acquire": fencedAcquireScript, "acquire-unfenced": acquireScript, "commit": commitScript,
-		"release": releaseScript, "extend": extendScript, "provision": provisionScript,
+		"release": releaseScript, "extend": extendScript, "state": nodeStateScript, "claim": claimScript,
+		"roster": rosterScript, "assign": assignScript, "swap-uuid": swapUUIDScript, "repair": repairScript,
 	} {
 		if body == src {
 			return name

@@ -192,11 +192,11 @@ func TestTokensAreUniqueAndFollowRealTime(t *testing.T) {
 	})
 }
 
-// withCounter sets the fencing counter of a lock name on one node, to
-// recreate the states of the counterexamples.
-func (cl *cluster) withCounter(t *testing.T, name string, i int, c int) {
+// withCounter sets the fencing counter G of one node, to recreate the
+// states of the counterexamples.
+func (cl *cluster) withCounter(t *testing.T, i int, c int) {
 	t.Helper()
-	if err := cl.inspect[i].Set(context.Background(), "redlock:{"+name+"}:fence:counter", c, 0).Err(); err != nil {
+	if err := cl.inspect[i].Set(context.Background(), "redlock:fence:counter", c, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -215,7 +215,7 @@ func TestCounterexample1MaxOfIncrGoesBackwards(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := startCluster(t, 3)
-			cl.withCounter(t, "ce1", 0, 7)
+			cl.withCounter(t, 0, 7)
 			opts := append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, tc.variant...)
 			ctx := context.Background()
 
@@ -267,7 +267,7 @@ func TestCounterexamples2And3DelayedRoundOne(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := startCluster(t, 3)
-			cl.withCounter(t, "ce", 0, 7)
+			cl.withCounter(t, 0, 7)
 			opts := append([]redlock.Option{redlock.WithTTL(30 * time.Second), redlock.WithNodeTimeout(10 * time.Second)}, tc.variant...)
 			ctx := context.Background()
 
@@ -378,20 +378,33 @@ func TestProvisioningConverges(t *testing.T) {
 	}
 }
 
-func TestFreshDeploymentIsProvisionedOnFirstLock(t *testing.T) {
+// A deployment nobody provisioned is never provisioned behind the caller's
+// back (a deployment whose nodes all lost their data looks the same): Lock
+// fails at once with ErrNotProvisioned, and works after Provision.
+func TestUnprovisionedDeploymentFailsFast(t *testing.T) {
 	cl := startFreshCluster(t, 3)
 	c := cl.newClient(t)
-	l, err := c.TryLock(context.Background(), "first")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.TryLock(ctx, "first"); !errors.Is(err, redlock.ErrNotProvisioned) {
+		t.Fatalf("TryLock on a fresh deployment: %v, want ErrNotProvisioned", err)
+	}
+	if _, err := c.Lock(ctx, "first"); !errors.Is(err, redlock.ErrNotProvisioned) || ctx.Err() != nil {
+		t.Fatalf("Lock on a fresh deployment: %v (ctx %v), want ErrNotProvisioned at once", err, ctx.Err())
+	}
+	if ids, err := c.NodeIDs(ctx); err != nil || !slices.Equal(ids, []int{-1, -1, -1}) {
+		t.Fatalf("ids after failed locks %v, %v: nothing may be provisioned", ids, err)
+	}
+	if err := c.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.TryLock(ctx, "first")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Unlock(context.Background())
 	if l.Token() == 0 {
 		t.Fatal("no token")
-	}
-	ids, err := c.NodeIDs(context.Background())
-	if err != nil || slices.Contains(ids, -1) {
-		t.Fatalf("ids %v, %v", ids, err)
 	}
 }
 
@@ -436,7 +449,12 @@ func TestAmnesiacNodeIsExcludedUntilRepaired(t *testing.T) {
 		t.Fatalf("Provision with an amnesiac node: %v, want ErrAmnesia", err)
 	}
 
-	if err := cl.newClient(t).Repair(ctx, 1); err != nil {
+	// The node restarted a moment ago: Repair waits out the delayed restart.
+	var soon *redlock.RepairTooSoonError
+	if err := cl.newClient(t).Repair(ctx, 1); !errors.As(err, &soon) || soon.Wait <= 0 || soon.Wait > redlock.DefaultTTL {
+		t.Fatalf("Repair right after the restart: %v, want a RepairTooSoonError", err)
+	}
+	if err := cl.newClient(t).Repair(ctx, 1, redlock.RepairWithoutDelay()); err != nil {
 		t.Fatalf("Repair: %v", err)
 	}
 	lb, err := b.TryLock(ctx, "amnesia")

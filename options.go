@@ -15,6 +15,12 @@ const (
 	DefaultRetryDelayMin = 10 * time.Millisecond
 	DefaultRetryDelayMax = 100 * time.Millisecond
 
+	// DefaultRetention is how long a lock name's fencing state (H) outlives
+	// its last acquisition. A day keeps per-name state to the names used in
+	// the last day, while a node's clock would have to jump forward by most
+	// of a day to break the lease order (docs/fencing.md, M2).
+	DefaultRetention = 24 * time.Hour
+
 	// MinTTL is the shortest TTL New accepts. Redis expires keys with
 	// millisecond resolution; below this the drift allowance dominates.
 	MinTTL = 10 * time.Millisecond
@@ -38,6 +44,7 @@ type config struct {
 	observer      Observer
 	clock         clock
 	fencing       bool
+	retention     time.Duration
 	naive         naiveVariant // tests only: a broken token scheme
 }
 
@@ -51,6 +58,7 @@ func defaultConfig() config {
 		keyPrefix:     "redlock",
 		clock:         systemClock{},
 		fencing:       true,
+		retention:     DefaultRetention,
 	}
 }
 
@@ -90,6 +98,22 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // protected resource cannot check tokens anyway, or with Redis Cluster nodes.
 func WithoutFencing() Option { return func(c *config) { c.fencing = false } }
 
+// WithRetention sets how long a fenced lock name's state (its highest
+// committed token, one key per node) lives after the name's last
+// acquisition; then the name leaves nothing behind. The tokens keep their
+// guarantees across it (a counter per node carries them), provided no
+// node's clock jumps forward by more than R - 2*TTL (docs/fencing.md).
+// It must be at least 2*TTL + 2 node timeouts + the drift allowance
+// (ErrRetentionTooShort). All clients of a deployment should use the same
+// retention.
+func WithRetention(r time.Duration) Option { return func(c *config) { c.retention = r } }
+
+// minRetention is the shortest retention the proof of M2 allows: H must
+// outlive an acquisition that began before the commit by more than a TTL.
+func (c *config) minRetention() time.Duration {
+	return 2*c.ttl + 2*c.nodeTimeout + c.drift()
+}
+
 // rounds is how many round trips an acquisition takes.
 func (c *config) rounds() time.Duration {
 	if c.fencing {
@@ -115,6 +139,8 @@ func (c *config) validate() error {
 			ErrNoValidityBudget, c.ttl, c.drift(), c.rounds(), c.nodeTimeout)
 	case c.retryDelayMin < 0 || c.retryDelayMax < c.retryDelayMin:
 		return fmt.Errorf("%w: min %v, max %v", ErrBadRetryDelay, c.retryDelayMin, c.retryDelayMax)
+	case c.fencing && c.retention < c.minRetention():
+		return fmt.Errorf("%w: %v is below 2*TTL + 2*node timeout + drift = %v", ErrRetentionTooShort, c.retention, c.minRetention())
 	}
 	return nil
 }

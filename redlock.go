@@ -31,11 +31,13 @@ type Client struct {
 	closing chan struct{}  // closed by Close: background retries stop
 	bg      sync.WaitGroup // every goroutine the client starts
 
+	life      context.Context // ends at Close: background work stops
+	endLife   context.CancelFunc
 	amnesiac  []atomic.Bool // per node: the amnesia warning was given
+	repairing []atomic.Bool // per node: an online repair runs (repair.go)
 	health    []nodeHealth  // per node: is it hung (quorum.go)
 	epoch     time.Time     // the origin of since()
-	provMu    sync.Mutex
-	provTried time.Time
+	keys      nodeKeys      // the per-node fencing keys
 
 	notify notifier // release notifications for waiters in Lock
 	// id names the client in its waiters' ids ("<id>/<n>") and in the
@@ -52,7 +54,7 @@ type Client struct {
 // scriptArgs are the script arguments that depend only on the
 // configuration, boxed once (see scriptCall).
 type scriptArgs struct {
-	ttl, markerTTL, staleWaiter, promiseFor, nodeIDKey any
+	ttl, markerTTL, staleWaiter, promiseFor, retention any
 }
 
 // New returns a client over nodes, which must be independent masters (not
@@ -98,22 +100,25 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{
-		nodes:    append([]redis.UniversalClient(nil), nodes...),
-		cfg:      cfg,
-		log:      log,
-		closing:  make(chan struct{}),
-		amnesiac: make([]atomic.Bool, len(nodes)),
-		health:   make([]nodeHealth, len(nodes)),
-		epoch:    time.Now(),
-		id:       uuid.NewString(),
+		nodes:     append([]redis.UniversalClient(nil), nodes...),
+		cfg:       cfg,
+		log:       log,
+		closing:   make(chan struct{}),
+		amnesiac:  make([]atomic.Bool, len(nodes)),
+		repairing: make([]atomic.Bool, len(nodes)),
+		health:    make([]nodeHealth, len(nodes)),
+		epoch:     time.Now(),
+		keys:      newNodeKeys(cfg.keyPrefix),
+		id:        uuid.NewString(),
 	}
+	c.life, c.endLife = context.WithCancel(context.Background())
 	c.notify.c = c
 	c.args = scriptArgs{
 		ttl:         cfg.ttl.Milliseconds(),
 		markerTTL:   c.markerTTL().Milliseconds(),
 		staleWaiter: c.staleWaiter(),
 		promiseFor:  c.promiseFor(),
-		nodeIDKey:   c.nodeIDKey(),
+		retention:   cfg.retention.Milliseconds(),
 	}
 	return c, nil
 }
@@ -127,6 +132,7 @@ func (c *Client) Close() error {
 	if !c.closed {
 		c.closed = true
 		close(c.closing)
+		c.endLife()
 	}
 	c.mu.Unlock()
 	c.bg.Wait()
@@ -150,12 +156,12 @@ func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 	}
-	return c.tryLock(ctx, name, "", 0, true)
+	return c.tryLock(ctx, name, "", 0)
 }
 
 // tryLock makes one attempt. waiter identifies a waiting Lock call in the
 // lock's queue, and since (Unix ms) its place; TryLock passes "".
-func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64, mayProvision bool) (*Lock, error) {
+func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64) (*Lock, error) {
 	l := c.newLock(name)
 	l.waiter, l.since = waiter, since
 	start := c.cfg.clock.Now()
@@ -163,9 +169,7 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64, 
 	op := l.acquireOp
 	if c.cfg.fencing {
 		op = l.fencedAcquireOp
-		k := l.keyArgs
-		keys := []any{k[0], k[1], counterKey(l.key), highKey(l.key), c.args.nodeIDKey, k[2], k[3], k[4]}
-		l.acquire = newScriptCall(fencedAcquireLua, keys, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, since)
+		l.acquire = c.fencedAcquireCall(l, waiter, since)
 	} else {
 		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, since)
 	}
@@ -194,11 +198,6 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64, 
 	l.abandon(t)
 	if c.cfg.observer != nil {
 		c.observe(ctx, "lock", name, start, l.results, commit, 0, time.Time{}, qe)
-	}
-	// Every node that answered lacks a fencing identity: most likely a fresh
-	// deployment. Provision it and try once more.
-	if mayProvision && t.counts[NodeAmnesiac] > 0 && t.granted()+t.counts[NodeRefused] == 0 && c.provisionFresh(ctx) {
-		return c.tryLock(ctx, name, waiter, since, false)
 	}
 	return nil, qe
 }
@@ -236,10 +235,18 @@ func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []N
 
 // classifyAcquire tells contention from unavailability once an attempt is lost.
 func classifyAcquire(t *tally) error {
+	blank := 0
 	for _, r := range t.results {
 		if errors.Is(r.Err, ErrWrongType) {
 			return ErrWrongType
 		}
+		if r.Err == errNoIdentity {
+			blank++
+		}
+	}
+	if blank >= t.majority {
+		// Never provisioned, or a majority lost its data: no retry helps.
+		return ErrNotProvisioned
 	}
 	if t.granted()+t.counts[NodeRefused] >= t.majority {
 		return ErrLocked
@@ -249,7 +256,7 @@ func classifyAcquire(t *tally) error {
 
 // Lock acquires the lock called name, retrying until it succeeds or ctx
 // ends. It gives up at once on errors that retrying cannot fix
-// (ErrWrongType, ErrClosed). When ctx ends, the error is the last attempt's
+// (ErrWrongType, ErrNotProvisioned, ErrClosed). When ctx ends, the error is the last attempt's
 // *QuorumError with ctx's error as its Cause.
 //
 // A waiting Lock joins the lock's queue on the nodes, and Unlock promises
@@ -287,10 +294,10 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 		if err := ctx.Err(); err != nil {
 			return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 		}
-		l, err := c.tryLock(ctx, name, waiter, since, true)
+		l, err := c.tryLock(ctx, name, waiter, since)
 		queued = true
 		var qe *QuorumError
-		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || errors.Is(err, ErrWrongType) {
+		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || errors.Is(err, ErrWrongType) || errors.Is(err, ErrNotProvisioned) {
 			return l, err
 		}
 		delay := c.retryDelay()

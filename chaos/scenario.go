@@ -116,13 +116,13 @@ func (e *Env) CutLinks(worker int, nodes ...int) {
 	e.h.addFault(Fault{At: e.w.now(), Target: target, What: "links cut"})
 }
 
-// SetCounter overwrites the fencing counter of the workload's lock on node
-// i, to recreate the state of a counterexample.
+// SetCounter overwrites the fencing counter G of node i, to recreate the
+// state of a counterexample.
 func (e *Env) SetCounter(ctx context.Context, i int, c int64) error {
 	rc := e.Nodes[i].NewClient()
 	defer rc.Close()
 	e.h.addFault(Fault{At: e.w.now(), Target: e.Nodes[i].Name(), What: fmt.Sprintf("counter set to %d", c)})
-	return rc.Set(ctx, "redlock:{chaos}:fence:counter", c, 0).Err()
+	return rc.Set(ctx, "redlock:fence:counter", c, 0).Err()
 }
 
 // Repair brings back a node restarted without its data (fenced runs).
@@ -131,9 +131,17 @@ func (e *Env) Repair(ctx context.Context, i int) error {
 		return nil
 	}
 	rec := e.h.addFault(Fault{At: e.w.now(), Target: e.Nodes[i].Name(), What: "repaired"})
-	err := e.admin.Repair(ctx, i)
-	e.h.endFault(rec, e.w.now())
-	return err
+	defer func() { e.h.endFault(rec, e.w.now()) }()
+	for {
+		err := e.admin.Repair(ctx, i)
+		var soon *redlock.RepairTooSoonError
+		if !errors.As(err, &soon) {
+			return err
+		}
+		if !e.Sleep(ctx, soon.Wait) {
+			return nil
+		}
+	}
 }
 
 func (e *Env) healAll(ctx context.Context) {

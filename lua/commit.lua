@@ -1,0 +1,27 @@
+-- Round 2 of a fenced acquisition: commit token T for this lock name.
+--
+--   KEYS[1] H, the highest token committed for the name (expires R after
+--           its last commit)
+--   KEYS[2] G, the node's counter      KEYS[3] E, the repair floor
+--   KEYS[4..6] the node's id marker, recorded replication id, lost stamp
+--   ARGV[1] T                          ARGV[2] R in ms
+--
+-- Returns -1 if the node's fencing state is not intact. Otherwise the
+-- effective H: H, or E*256 where H has expired. If that exceeds T, someone
+-- committed a newer token (or the node was repaired above T) and the client
+-- aborts. If not, H becomes T for another R, G is raised to T's counter, and
+-- T is returned. Raising G here is what lets a name's H expire: the next
+-- acquisition of any name on a majority still starts above T (M1).
+local t = tonumber(ARGV[1])
+local h = redis.call('GET', KEYS[1])
+local eff
+if h then
+  eff = tonumber(h)
+else
+  eff = tonumber(redis.call('GET', KEYS[3]) or '0') * 256
+end
+if eff > t then return eff end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local g = math.floor(t / 256)
+if tonumber(redis.call('GET', KEYS[2]) or '0') < g then redis.call('SET', KEYS[2], g) end
+return t

@@ -1,0 +1,31 @@
+-- Prelude of the fenced scripts: is this node's fencing state intact?
+--
+-- The node counts only while it holds its id marker and serves under the
+-- replication id recorded when it got that id. A node restarted without its
+-- data has no marker; a replica promoted in a failover, or a restarted
+-- master, serves under a new replication id and may lack the last writes
+-- (replication and AOF everysec are asynchronous). Either way its counters
+-- cannot be trusted until Repair raises them. The first time it is found so,
+-- the node stamps LOST with its own time, which starts the delayed restart
+-- that Repair waits out.
+--
+-- The script defining it sets IDKEY, REPLIDKEY and LOSTKEY first.
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function nodeID()
+  local id = redis.call('GET', IDKEY)
+  if id then
+    local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
+    local want = redis.call('GET', REPLIDKEY)
+    if not want then
+      -- Provisioned before replication ids were recorded: trust on first use.
+      redis.call('SET', REPLIDKEY, replid)
+      return tonumber(id)
+    end
+    if want == replid then return tonumber(id) end
+  end
+  if redis.call('EXISTS', LOSTKEY) == 0 then redis.call('SET', LOSTKEY, nowMs()) end
+  return nil
+end

@@ -1,0 +1,26 @@
+-- Reads what a node holds of its fencing identity and counters, for
+-- Provision, Repair and doctor. Writes nothing.
+--
+--   KEYS[1] uuid   KEYS[2] roster   KEYS[3] id marker
+--   KEYS[4] recorded replication id   KEYS[5] lost stamp
+--   KEYS[6] G   KEYS[7] longest TTL used
+--
+-- Returns, as strings ('' for none): uuid, roster, id, recorded
+-- replication id, current replication id, lost stamp (node ms), node time
+-- (ms), uptime (s), G, longest TTL (ms), run id, used memory, maxmemory.
+local function get(k) return redis.call('GET', k) or '' end
+local repl = redis.call('INFO', 'replication')
+local server = redis.call('INFO', 'server')
+local memory = redis.call('INFO', 'memory')
+local t = redis.call('TIME')
+return {
+  get(KEYS[1]), get(KEYS[2]), get(KEYS[3]), get(KEYS[4]),
+  string.match(repl, 'master_replid:(%x+)') or '',
+  get(KEYS[5]),
+  tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)),
+  string.match(server, 'uptime_in_seconds:(%d+)') or '0',
+  get(KEYS[6]), get(KEYS[7]),
+  string.match(server, 'run_id:(%x+)') or '',
+  string.match(memory, 'used_memory:(%d+)') or '0',
+  string.match(memory, 'maxmemory:(%d+)') or '0',
+}

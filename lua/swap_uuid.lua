@@ -1,0 +1,17 @@
+-- Repair, claim: replace the uuid a node holds, if it is still the one the
+-- repairer read ('' for none). Repair claims the roster's orphaned uuid this
+-- way, and gives it back the same way if another node turned out to hold it.
+--
+--   KEYS[1] uuid   KEYS[2] id marker
+--   ARGV[1] the uuid read ('' for none)   ARGV[2] the new uuid ('' to drop)
+--
+-- Returns the uuid the node holds afterwards.
+if redis.call('EXISTS', KEYS[2]) == 1 then return redis.call('GET', KEYS[1]) or '' end
+if (redis.call('GET', KEYS[1]) or '') == ARGV[1] then
+  if ARGV[2] == '' then
+    redis.call('DEL', KEYS[1])
+  else
+    redis.call('SET', KEYS[1], ARGV[2])
+  end
+end
+return redis.call('GET', KEYS[1]) or ''

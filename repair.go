@@ -1,0 +1,266 @@
+package redlock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Repair brings back a node whose fencing state is not intact, in O(1): it
+// reads the counters of a majority, not every lock name (docs/fencing.md,
+// "Repair").
+
+var (
+	//go:embed lua/swap_uuid.lua
+	swapUUIDScript string
+	//go:embed lua/repair.lua
+	repairScript string
+
+	swapUUIDLua = newScript(swapUUIDScript)
+	repairLua   = newScript(repairScript)
+)
+
+// RepairTooSoonError is returned by Repair while the node has not been out
+// for the longest TTL in use: it may have lost lock keys that other clients
+// still hold, so it must not count before those locks have expired (the
+// delayed restart of the RedLock spec).
+type RepairTooSoonError struct {
+	Node int
+	Wait time.Duration // how much longer to wait
+}
+
+func (e *RepairTooSoonError) Error() string {
+	return fmt.Sprintf("redlock: repair node %d: %v; wait %v more", e.Node, ErrRepairTooSoon, e.Wait.Round(time.Millisecond))
+}
+
+func (e *RepairTooSoonError) Unwrap() error { return ErrRepairTooSoon }
+
+// A RepairOption changes how Repair proceeds.
+type RepairOption func(*repairConfig)
+
+type repairConfig struct{ now bool }
+
+// RepairWithoutDelay repairs at once, without waiting out the delayed
+// restart. Use it only when no lock can be held on the node: a node that was
+// never used, or a deployment whose clients are all stopped for at least the
+// longest TTL.
+func RepairWithoutDelay() RepairOption { return func(r *repairConfig) { r.now = true } }
+
+// Repair brings node i back after its fencing state stopped being intact: it
+// lost its data, or it serves under a new replication id (restarted, or a
+// replica promoted in a failover). It
+//
+//  1. waits out the delayed restart: until the node has been out for the
+//     longest TTL in use (the longest any acquisition recorded on a
+//     majority), it returns a *RepairTooSoonError saying how long to wait;
+//  2. reads the counter G of a majority of intact nodes;
+//  3. in one script on node i: raises its G above them, sets the repair
+//     floor E to that value for the retention, and restores its identity.
+//
+// A node that lost its uuid takes back the one uuid of the roster that no
+// node holds; every node must then answer, so that uuid is known to be
+// free. Repair is safe to run from several clients at once. A node that is
+// intact is left as it is. Clients repair nodes by themselves (online),
+// once a majority is intact and the delay has passed.
+func (c *Client) Repair(ctx context.Context, i int, opts ...RepairOption) error {
+	if i < 0 || i >= len(c.nodes) {
+		return fmt.Errorf("redlock: repair: no node %d", i)
+	}
+	if !c.cfg.fencing {
+		return nil
+	}
+	var rc repairConfig
+	for _, o := range opts {
+		o(&rc)
+	}
+	ctx, cancel := c.adminContext(ctx)
+	defer cancel()
+	return c.repair(ctx, i, rc)
+}
+
+func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
+	states, t, err := c.readStates(ctx)
+	if err != nil {
+		return err
+	}
+	target := states[i]
+	if target == nil {
+		return &QuorumError{Op: "repair", Kind: ErrUnavailable, Nodes: t.snapshot()}
+	}
+	if target.intact() {
+		return nil
+	}
+	if err := distinctServers(states); err != nil {
+		return err
+	}
+	var intact []*nodeState
+	for j, s := range states {
+		if j != i && s != nil && s.intact() {
+			intact = append(intact, s)
+		}
+	}
+	if len(intact) < majority(len(c.nodes)) {
+		return fmt.Errorf("%w: repair node %d needs a majority of intact nodes, found %d of %d",
+			ErrUnavailable, i, len(intact), len(c.nodes))
+	}
+	roster, members, err := commonRoster(intact, len(c.nodes))
+	if err != nil {
+		return err
+	}
+	// The longest TTL any client used: every granted acquisition recorded
+	// its TTL on a majority, which meets this one.
+	var longest time.Duration
+	var top int64
+	for _, s := range intact {
+		longest = max(longest, s.maxTTL)
+		top = max(top, s.counter)
+	}
+	if wait := c.restartDelay(target, longest); wait > 0 && !rc.now {
+		return &RepairTooSoonError{Node: i, Wait: wait}
+	}
+	u, err := c.takeUUID(ctx, i, states, members)
+	if err != nil {
+		return err
+	}
+	k := &c.keys
+	ok, err := repairLua.Run(ctx, c.nodes[i],
+		[]string{k.uuid, k.roster, k.id, k.replid, k.lost, k.counter, k.floor, k.maxTTL},
+		u, roster, slices.Index(members, u), top+1, c.args.retention, longest.Milliseconds()).Int()
+	if err != nil {
+		return fmt.Errorf("redlock: repair node %d: %w", i, err)
+	}
+	if ok != 1 {
+		return fmt.Errorf("%w: node %d lost its uuid during the repair; try again", ErrNodeIDConflict, i)
+	}
+	c.amnesiac[i].Store(false)
+	c.log.Info("redlock: node repaired", "node", i, "id", slices.Index(members, u), "counter", top+1)
+	return nil
+}
+
+// restartDelay is how much longer node s must stay out: the delay runs from
+// when it was first found not intact (its lost stamp, on its own clock) or,
+// for a node that lost its data in a restart, from the restart.
+func (c *Client) restartDelay(s *nodeState, longest time.Duration) time.Duration {
+	var out time.Duration
+	if s.lostAt > 0 {
+		out = time.Duration(s.now-s.lostAt) * time.Millisecond
+	}
+	if s.id < 0 {
+		out = max(out, s.uptime)
+	}
+	return max(longest-out, 0)
+}
+
+// takeUUID returns the uuid node i is to hold: its own if it still holds a
+// roster member, else the roster's one orphan (held by no node), which it
+// claims and then checks that no other node holds, giving it back if one
+// does. Every node must answer for an orphan to be known.
+func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, members []string) (string, error) {
+	own := states[i].uuid
+	held := func(states []*nodeState, u string, except int) int {
+		for j, s := range states {
+			if j != except && s != nil && s.uuid == u {
+				return j
+			}
+		}
+		return -1
+	}
+	if slices.Contains(members, own) {
+		if j := held(states, own, i); j >= 0 {
+			return "", fmt.Errorf("%w: nodes %d and %d hold the same uuid", ErrNodeIDConflict, i, j)
+		}
+		return own, nil
+	}
+	if slices.Contains(states, nil) {
+		return "", fmt.Errorf("%w: node %d lost its identity; every node must answer to repair it", ErrUnavailable, i)
+	}
+	var orphans []string
+	for _, u := range members {
+		if held(states, u, -1) < 0 {
+			orphans = append(orphans, u)
+		}
+	}
+	// Several emptied nodes: each takes the orphan of its rank by run id,
+	// so that repairers that read the same states agree.
+	var emptied []*nodeState
+	for _, s := range states {
+		if !slices.Contains(members, s.uuid) {
+			emptied = append(emptied, s)
+		}
+	}
+	slices.SortFunc(emptied, func(a, b *nodeState) int { return strings.Compare(a.runID, b.runID) })
+	rank := slices.Index(emptied, states[i])
+	if rank >= len(orphans) {
+		return "", fmt.Errorf("%w: no uuid of the roster is free for node %d", ErrNodeIDConflict, i)
+	}
+	u := orphans[rank]
+	k := &c.keys
+	node := c.nodes[i]
+	got, err := swapUUIDLua.Run(ctx, node, []string{k.uuid, k.id}, own, u).Text()
+	if err != nil {
+		return "", fmt.Errorf("redlock: repair node %d: %w", i, err)
+	}
+	if got != u {
+		return "", fmt.Errorf("%w: node %d changed during the repair; try again", ErrNodeIDConflict, i)
+	}
+	after, err := c.readAllStates(ctx, "repair")
+	if err == nil && held(after, u, i) >= 0 {
+		err = fmt.Errorf("%w: another repair gave node %d's uuid to node %d; try again", ErrNodeIDConflict, i, held(after, u, i))
+	}
+	if err != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.nodeTimeout)
+		defer cancel()
+		_ = swapUUIDLua.Run(ctx, node, []string{k.uuid, k.id}, u, "").Err()
+		return "", err
+	}
+	return u, nil
+}
+
+// repairOnline repairs node i in the background, once per episode: it waits
+// out the delayed restart and retries while no majority is intact, for at
+// most a bounded number of tries, and stops at Close.
+func (c *Client) repairOnline(i int) {
+	if !c.repairing[i].CompareAndSwap(false, true) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		c.repairing[i].Store(false)
+		return
+	}
+	c.bg.Go(func() {
+		defer c.repairing[i].Store(false)
+		pause := max(c.cfg.ttl/10, c.cfg.nodeTimeout)
+		for try := 0; try < onlineRepairTries; try++ {
+			ctx, cancel := context.WithTimeout(c.life, max(10*c.cfg.nodeTimeout, time.Second))
+			err := c.repair(ctx, i, repairConfig{})
+			cancel()
+			var soon *RepairTooSoonError
+			switch {
+			case err == nil:
+				return
+			case errors.As(err, &soon):
+				pause = soon.Wait + time.Millisecond
+			case errors.Is(err, redis.ErrClosed) || errors.Is(err, ErrClosed):
+				return
+			default:
+				pause = min(2*pause, c.cfg.ttl)
+				c.log.Debug("redlock: online repair not possible yet", "node", i, "err", err)
+			}
+			if !sleepCtx(c.life, pause) {
+				return
+			}
+		}
+	})
+}
+
+// onlineRepairTries bounds a background repair; the next amnesia reply from
+// the node starts another.
+const onlineRepairTries = 100
