@@ -208,7 +208,11 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64, 
 // attempt is abandoned. commit is the outcome of round 2, if there was one.
 func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []NodeResult, kind, cause error) {
 	c := l.c
-	validity := func() time.Duration { return c.cfg.ttl - c.cfg.clock.Now().Sub(start) - c.cfg.drift() }
+	// The keys were set after start, so they last until start + TTL, less
+	// the drift. (Counting from the end of the attempt would subtract its
+	// duration twice.)
+	until := start.Add(c.cfg.ttl - c.cfg.drift())
+	validity := func() time.Duration { return until.Sub(c.cfg.clock.Now()) }
 	var token int64
 	if c.cfg.fencing {
 		token = t.best
@@ -230,7 +234,7 @@ func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []N
 		return commit, ErrNoValidity, nil
 	}
 	l.token = uint64(token)
-	l.acquired(t.snapshot(), start.Add(v))
+	l.acquired(t.snapshot(), until)
 	return commit, nil, nil
 }
 
@@ -569,7 +573,9 @@ func (l *Lock) Nodes() []NodeResult { return append([]NodeResult(nil), l.results
 
 // Until returns the end of the lock's validity, on the client's monotonic
 // clock: compare it with time.Now(), not with a wall-clock time from
-// elsewhere. Extend moves it forward.
+// elsewhere. It is start + TTL - drift, start being read before the
+// acquisition's first request was sent. A successful Extend moves it to the
+// same bound counted from the start of the Extend call.
 func (l *Lock) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -690,12 +696,12 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 	}
 	t := newTally(len(c.nodes))
 	if qe.Cause = c.collect(ctx, replies, t, (*tally).decided, deadline, nil); qe.Cause == nil && t.won() {
-		validity := c.cfg.ttl - c.cfg.clock.Now().Sub(start) - c.cfg.drift()
-		if validity > 0 && l.moveDeadline(start.Add(validity)) {
+		until = start.Add(c.cfg.ttl - c.cfg.drift()) // as in grant
+		if until.After(c.cfg.clock.Now()) && l.moveDeadline(until) {
 			if c.cfg.observer != nil {
 				nodes = t.snapshot()
 			}
-			return start.Add(validity), nodes, nil
+			return until, nodes, nil
 		}
 		qe.Kind = ErrExpired
 	}
