@@ -3,12 +3,14 @@
 //
 // A Client sends every operation to all nodes at once, each call bounded by a
 // per-node timeout, and decides as soon as a majority (N/2+1) has answered
-// either way. A lock is held when a majority set its key; it is valid for
+// either way. A lock is held when a majority set its key; it is valid until
 //
-//	validity = TTL - elapsed - drift,   drift = TTL*driftFactor + 2ms
+//	Until = start + TTL - drift,   drift = TTL*driftFactor + 2ms
 //
-// where elapsed is the time the acquisition took on a monotonic clock. A
-// failed attempt is rolled back on every node, including those that did not
+// where start is read from a monotonic clock before the first request is
+// sent: every key was set after it. The caller is left TTL - elapsed - drift
+// of it, elapsed being the time the acquisition took; an acquisition that
+// leaves none fails (ErrNoValidity). A failed attempt is rolled back on every node, including those that did not
 // answer. Locks can be extended, and Do keeps one extended while a function
 // runs.
 //

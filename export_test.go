@@ -81,3 +81,6 @@ func ScriptName(args []any) string {
 	}
 	return ""
 }
+
+// Drift is c's drift allowance: TTL times the drift factor, plus 2 ms.
+func Drift(c *Client) time.Duration { return c.cfg.drift() }

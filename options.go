@@ -63,8 +63,9 @@ func defaultConfig() config {
 }
 
 // WithTTL sets how long a lock lives on each node before Redis expires it.
-// The validity a holder may rely on is shorter: TTL minus the time the
-// acquisition took minus the drift allowance.
+// The validity a holder may rely on is shorter: it ends TTL minus the drift
+// allowance after the acquisition began, so the caller gets TTL minus the
+// time the acquisition took minus the drift allowance.
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
 
 // WithDriftFactor sets the share of the TTL reserved for clock-rate

@@ -207,7 +207,11 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64) 
 // attempt is abandoned. commit is the outcome of round 2, if there was one.
 func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []NodeResult, kind, cause error) {
 	c := l.c
-	validity := func() time.Duration { return c.cfg.ttl - c.cfg.clock.Now().Sub(start) - c.cfg.drift() }
+	// The keys were set after start, so they last until start + TTL, less
+	// the drift. (Counting from the end of the attempt would subtract its
+	// duration twice.)
+	until := start.Add(c.cfg.ttl - c.cfg.drift())
+	validity := func() time.Duration { return until.Sub(c.cfg.clock.Now()) }
 	var token int64
 	if c.cfg.fencing {
 		token = t.best
@@ -229,7 +233,7 @@ func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []N
 		return commit, ErrNoValidity, nil
 	}
 	l.token = uint64(token)
-	l.acquired(t.snapshot(), start.Add(v))
+	l.acquired(t.snapshot(), until)
 	return commit, nil, nil
 }
 
@@ -424,44 +428,79 @@ func (c *Client) retryDelay() time.Duration {
 // holding it, and releases it when fn returns.
 //
 // While fn runs, the lock is extended every TTL/3. If the lock cannot be
-// kept, the context passed to fn is cancelled before the lock's validity
-// ends, with ErrLockLost as its cause (context.Cause): fn must stop touching
-// the protected resource then. Do returns fn's error joined with Unlock's,
-// so errors.Is(err, ErrExpired) tells the caller the critical section may
-// have overlapped another holder. No goroutine started by Do outlives it.
+// kept, the context passed to fn is cancelled with ErrLockLost as its cause
+// (context.Cause): fn must stop touching the protected resource then. That
+// happens as soon as an extension fails and the validity left would not
+// last until the next try, or the lock is definitely gone, and at the
+// latest when the validity ends (Until), even while an extension is still
+// waiting for the nodes. Do returns fn's error joined with Unlock's, so
+// errors.Is(err, ErrExpired) tells the caller the critical section may
+// have overlapped another holder.
+//
+// If fn panics (or calls runtime.Goexit), Do stops extending the lock and
+// unlocks it before the panic goes on up the stack, unchanged: a caller
+// that recovers it does not keep the lock. No goroutine started by Do
+// outlives it.
 func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context, l *Lock) error) error {
 	l, err := c.Lock(ctx, name)
 	if err != nil {
 		return err
 	}
 	fnCtx, cancel := context.WithCancelCause(ctx)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() { l.keepAlive(fnCtx, cancel, stop) })
+	defer cancel(nil)
+	stop := l.keepAlive(fnCtx, cancel)
+	returned := false
+	defer func() {
+		if !returned {
+			// Not recovered, so the panic goes on with its own stack trace.
+			stop()
+			_ = l.Unlock(context.WithoutCancel(ctx))
+		}
+	}()
 
 	fnErr := fn(fnCtx, l)
-
-	close(stop)
-	wg.Wait()
-	cancel(nil)
+	returned = true
+	stop()
 	return errors.Join(fnErr, l.Unlock(context.WithoutCancel(ctx)))
 }
 
-// keepAlive extends l every TTL/3 until stop closes. When an extension fails
-// and the remaining validity would not last until the next try, or the lock
-// is definitely gone, it cancels the function's context at once.
-func (l *Lock) keepAlive(ctx context.Context, cancel context.CancelCauseFunc, stop <-chan struct{}) {
+// keepAlive extends l every TTL/3 until the returned stop is called; stop
+// waits for its goroutines to end. It cancels the function's context when
+// an extension fails and the remaining validity would not last until the
+// next try, or the lock is definitely gone, and when Done closes.
+//
+// Done is watched by a goroutine of its own: an extension can wait for the
+// nodes up to the node timeout, which New allows to be close to TTL/2, and
+// the validity can end meanwhile.
+func (l *Lock) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-quit:
+		case <-l.Done():
+			l.c.log.Warn("redlock: lock validity ended while held", "lock", l.name)
+			cancel(fmt.Errorf("%w: validity ended", ErrLockLost))
+		}
+	})
+	wg.Go(func() { l.extendEvery(ctx, cancel, quit) })
+	return func() {
+		close(quit)
+		wg.Wait()
+	}
+}
+
+// extendEvery is keepAlive's extension loop.
+func (l *Lock) extendEvery(ctx context.Context, cancel context.CancelCauseFunc, quit <-chan struct{}) {
 	interval := l.c.cfg.ttl / 3
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-quit:
 			return
 		case <-l.Done():
-			l.c.log.Warn("redlock: lock validity ended while held", "lock", l.name)
-			cancel(fmt.Errorf("%w: validity ended", ErrLockLost))
-			return
+			return // the watcher cancels
 		case <-t.C:
 		}
 		err := l.Extend(context.WithoutCancel(ctx))
@@ -475,7 +514,6 @@ func (l *Lock) keepAlive(ctx context.Context, cancel context.CancelCauseFunc, st
 			return
 		}
 		t.Reset(interval) // Extend logged the failure
-
 	}
 }
 
@@ -576,7 +614,9 @@ func (l *Lock) Nodes() []NodeResult { return append([]NodeResult(nil), l.results
 
 // Until returns the end of the lock's validity, on the client's monotonic
 // clock: compare it with time.Now(), not with a wall-clock time from
-// elsewhere. Extend moves it forward.
+// elsewhere. It is start + TTL - drift, start being read before the
+// acquisition's first request was sent. A successful Extend moves it to the
+// same bound counted from the start of the Extend call.
 func (l *Lock) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -697,12 +737,12 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 	}
 	t := newTally(len(c.nodes))
 	if qe.Cause = c.collect(ctx, replies, t, (*tally).decided, deadline, nil); qe.Cause == nil && t.won() {
-		validity := c.cfg.ttl - c.cfg.clock.Now().Sub(start) - c.cfg.drift()
-		if validity > 0 && l.moveDeadline(start.Add(validity)) {
+		until = start.Add(c.cfg.ttl - c.cfg.drift()) // as in grant
+		if until.After(c.cfg.clock.Now()) && l.moveDeadline(until) {
 			if c.cfg.observer != nil {
 				nodes = t.snapshot()
 			}
-			return start.Add(validity), nodes, nil
+			return until, nodes, nil
 		}
 		qe.Kind = ErrExpired
 	}

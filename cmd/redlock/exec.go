@@ -33,8 +33,9 @@ func (e *exitError) Unwrap() error { return e.err }
 //	redlock exec --nodes redis://h1:6379,redis://h2:6379,... --ttl 10s NAME -- CMD ARGS...
 //
 // The child gets REDLOCK_NAME and REDLOCK_TOKEN. The lock is extended while
-// it runs; if it is lost, the child gets SIGTERM, then SIGKILL after the
-// grace period, and exec exits with 75. If the lock cannot be acquired it
+// it runs; if it is lost, the child gets SIGTERM (at the latest when the
+// validity ends), then SIGKILL after the grace period, and exec exits with
+// 75. If the lock cannot be acquired it
 // exits with 73; otherwise the child's exit code is passed through.
 func runExec(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
@@ -89,7 +90,9 @@ func runExec(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 // holdWhileRunning runs the child under l, extending it, and stops the
-// child if the lock is lost.
+// child if the lock is lost: as soon as an extension fails and the validity
+// left would not last until the next try, and at the latest when the
+// validity ends, even while an extension is still waiting for the nodes.
 func holdWhileRunning(ctx context.Context, c *redlock.Client, l *redlock.Lock, argv []string, ttl, grace time.Duration) error {
 	defer l.Unlock(context.Background())
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -101,6 +104,15 @@ func holdWhileRunning(ctx context.Context, c *redlock.Client, l *redlock.Lock, a
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
+	// Extensions run in their own goroutine, so that the loop sees the
+	// validity end while one waits for the nodes (up to the node timeout).
+	extended := make(chan error, 1)
+	extending := false
+	defer func() {
+		if extending {
+			<-extended // bounded by the node timeout
+		}
+	}()
 	tick := time.NewTicker(ttl / 3)
 	defer tick.Stop()
 	var lost error
@@ -131,10 +143,14 @@ func holdWhileRunning(ctx context.Context, c *redlock.Client, l *redlock.Lock, a
 				stop(errors.New("validity ended"))
 			}
 		case <-tick.C:
-			if lost != nil {
+			if lost != nil || extending {
 				continue
 			}
-			if err := l.Extend(context.Background()); err != nil && (errors.Is(err, redlock.ErrExpired) || time.Until(l.Until()) <= ttl/3) {
+			extending = true
+			go func() { extended <- l.Extend(context.Background()) }()
+		case err := <-extended:
+			extending = false
+			if lost == nil && err != nil && (errors.Is(err, redlock.ErrExpired) || time.Until(l.Until()) <= ttl/3) {
 				stop(err)
 			}
 		}
