@@ -66,6 +66,14 @@ var (
 	// ErrEmptyName: the lock name is empty.
 	ErrEmptyName = errors.New("redlock: empty lock name")
 
+	// ErrNameTooLong: the lock name is longer than MaxNameLength bytes.
+	ErrNameTooLong = errors.New("redlock: lock name too long")
+
+	// ErrBadName: the lock name begins with '}'. Its keys would have an empty
+	// hash tag, which Redis Cluster ignores, hashing each key whole, so the
+	// keys of one lock would land in different slots.
+	ErrBadName = errors.New("redlock: lock name begins with '}'")
+
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("redlock: client closed")
 )
@@ -83,6 +91,7 @@ var (
 	ErrBadRetryDelay    = errors.New("redlock: retry delays must satisfy 0 <= min <= max")
 	ErrTooManyNodes     = errors.New("redlock: fencing supports at most 256 nodes")
 	ErrFencingNode      = errors.New("redlock: fencing needs standalone or Sentinel nodes, not Cluster or Ring clients; use WithoutFencing")
+	ErrBadKeyPrefix     = errors.New("redlock: key prefix must be non-empty and hold no '{' or '}'")
 )
 
 // QuorumError reports a failed operation on the quorum: what failed (Kind,
