@@ -18,7 +18,7 @@ func validateName(name string) error {
 	case name == "":
 		return ErrEmptyName
 	case len(name) > MaxNameLength:
-		return fmt.Errorf("%w: %d bytes, at most %d: %q...", ErrNameTooLong, len(name), MaxNameLength, head(name, 32))
+		return fmt.Errorf("%w: %d bytes, at most %d; it begins %q", ErrNameTooLong, len(name), MaxNameLength, head(name, 32))
 	case name[0] == '}':
 		return fmt.Errorf("%w: %q", ErrBadName, head(name, 64))
 	}
