@@ -80,6 +80,14 @@ var (
 	// ErrEmptyName: the lock name is empty.
 	ErrEmptyName = errors.New("redlock: empty lock name")
 
+	// ErrNameTooLong: the lock name is longer than MaxNameLength bytes.
+	ErrNameTooLong = errors.New("redlock: lock name too long")
+
+	// ErrBadName: the lock name begins with '}'. Its keys would have an empty
+	// hash tag, which Redis Cluster ignores, hashing each key whole, so the
+	// keys of one lock would land in different slots.
+	ErrBadName = errors.New("redlock: lock name begins with '}'")
+
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("redlock: client closed")
 )
@@ -89,7 +97,7 @@ var (
 var (
 	ErrNoNodes           = errors.New("redlock: no nodes")
 	ErrNilNode           = errors.New("redlock: nil node")
-	ErrDuplicateNode     = errors.New("redlock: the same node client given twice")
+	ErrDuplicateNode     = errors.New("redlock: the same node given twice (one client twice, or two clients for one server)")
 	ErrTTLTooShort       = errors.New("redlock: TTL too short")
 	ErrBadDriftFactor    = errors.New("redlock: drift factor must be in [0, 1)")
 	ErrBadNodeTimeout    = errors.New("redlock: node timeout must be positive")
@@ -98,6 +106,7 @@ var (
 	ErrRetentionTooShort = errors.New("redlock: fencing retention too short")
 	ErrTooManyNodes      = errors.New("redlock: fencing supports at most 256 nodes")
 	ErrFencingNode       = errors.New("redlock: fencing needs standalone or Sentinel nodes, not Cluster or Ring clients; use WithoutFencing")
+	ErrBadKeyPrefix      = errors.New("redlock: key prefix must be non-empty and hold no '{' or '}'")
 )
 
 // QuorumError reports a failed operation on the quorum: what failed (Kind,

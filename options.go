@@ -25,6 +25,14 @@ const (
 	// millisecond resolution; below this the drift allowance dominates.
 	MinTTL = 10 * time.Millisecond
 
+	// MaxNameLength is the longest lock name, in bytes, that TryLock, Lock
+	// and Do accept. Every name is copied into seven or more keys on every
+	// node (the lock, its queue, its fencing counters, release markers) and into
+	// pub/sub channels and error messages, so a name that is really a payload
+	// costs memory and bandwidth on every node. 1 KiB holds any composite
+	// identifier (a tenant, a table and a row; a URL path); hash longer ones.
+	MaxNameLength = 1024
+
 	// driftConstant is the fixed part of the drift allowance (redlock-rb,
 	// the Redis spec): it covers the millisecond resolution of PX.
 	driftConstant = 2 * time.Millisecond
@@ -86,6 +94,9 @@ func WithRetryDelay(min, max time.Duration) Option {
 
 // WithKeyPrefix sets the namespace of every key the client writes
 // (default "redlock"): the lock "orders:42" lives at "redlock:{orders:42}".
+// Clients exclude each other only within one prefix. New refuses an empty
+// prefix and one holding '{' or '}' (ErrBadKeyPrefix): a brace would let
+// two prefixes share lock keys but not node ids.
 func WithKeyPrefix(prefix string) Option { return func(c *config) { c.keyPrefix = prefix } }
 
 // WithLogger makes the client log what an operator must know about: locks
@@ -143,5 +154,5 @@ func (c *config) validate() error {
 	case c.fencing && c.retention < c.minRetention():
 		return fmt.Errorf("%w: %v is below 2*TTL + 2*node timeout + drift = %v", ErrRetentionTooShort, c.retention, c.minRetention())
 	}
-	return nil
+	return validateKeyPrefix(c.keyPrefix)
 }

@@ -63,14 +63,17 @@ type scriptArgs struct {
 //
 // A lock needs a majority, N/2+1 nodes. An even N works, but tolerates no
 // more failures than N-1 nodes would: six nodes, like five, survive two.
+//
+// A nil node, including a nil pointer such as a (*redis.Client)(nil), is
+// refused with ErrNilNode.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, ErrNoNodes
 	}
 	seen := make(map[redis.UniversalClient]int, len(nodes))
 	for i, n := range nodes {
-		if n == nil {
-			return nil, fmt.Errorf("%w: nodes[%d]", ErrNilNode, i)
+		if isNil(n) {
+			return nil, fmt.Errorf("%w: nodes[%d] is %T(nil)", ErrNilNode, i, n)
 		}
 		if j, dup := seen[n]; dup {
 			return nil, fmt.Errorf("%w: nodes[%d] and nodes[%d]", ErrDuplicateNode, j, i)
@@ -149,9 +152,14 @@ func (c *Client) Close() error {
 // ErrWrongType, after releasing the lock on every node that answered; nodes
 // that had not answered are released in the background as soon as their
 // call ends. If ctx ends first, the error also matches ctx's error.
+//
+// name must be non-empty, at most MaxNameLength bytes long, and must not
+// begin with '}' (see ErrBadName); otherwise TryLock sends nothing and
+// returns ErrEmptyName, ErrNameTooLong or ErrBadName, wrapped, not a
+// *QuorumError. Lock and Do check names the same way.
 func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
-	if name == "" {
-		return nil, ErrEmptyName
+	if err := validateName(name); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
@@ -260,8 +268,9 @@ func classifyAcquire(t *tally) error {
 
 // Lock acquires the lock called name, retrying until it succeeds or ctx
 // ends. It gives up at once on errors that retrying cannot fix
-// (ErrWrongType, ErrNotProvisioned, ErrClosed). When ctx ends, the error is the last attempt's
-// *QuorumError with ctx's error as its Cause.
+// (ErrWrongType, ErrNotProvisioned, ErrClosed, and the name errors of
+// TryLock, found before any attempt). When ctx ends, the error is the last
+// attempt's *QuorumError with ctx's error as its Cause.
 //
 // A waiting Lock joins the lock's queue on the nodes, and Unlock promises
 // the lock to the longest-waiting live waiter for a moment (two node
@@ -273,12 +282,12 @@ func classifyAcquire(t *tally) error {
 // and a promise nobody takes expires. TryLock does not queue, and is
 // refused while the lock is promised to a waiter.
 func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
+	if err := validateName(name); err != nil {
+		return nil, err
+	}
 	started := time.Now()
 	key := c.lockKey(name)
 	waiter, since := c.id+"/"+strconv.FormatUint(c.waiters.Add(1), 10), time.Now().UnixMilli()
-	if name == "" {
-		return nil, ErrEmptyName
-	}
 	queued := false // an attempt reached the nodes, which put this waiter in the queue
 	defer func() {
 		if err != nil && queued {

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -483,6 +484,16 @@ func TestBadInput(t *testing.T) {
 		{"zero node timeout", cl.clients, []redlock.Option{redlock.WithNodeTimeout(0)}, redlock.ErrBadNodeTimeout},
 		{"negative retry delay", cl.clients, []redlock.Option{redlock.WithRetryDelay(-time.Millisecond, time.Millisecond)}, redlock.ErrBadRetryDelay},
 		{"retry min above max", cl.clients, []redlock.Option{redlock.WithRetryDelay(time.Second, time.Millisecond)}, redlock.ErrBadRetryDelay},
+		// A typed nil passes a plain nil check; the old code took it, and
+		// the first lock panicked in a node goroutine, killing the process.
+		{"typed nil node", []redis.UniversalClient{cl.clients[0], (*redis.Client)(nil), cl.clients[2]}, nil, redlock.ErrNilNode},
+		{"typed nil cluster node", []redis.UniversalClient{cl.clients[0], cl.clients[1], (*redis.ClusterClient)(nil)},
+			[]redlock.Option{redlock.WithoutFencing()}, redlock.ErrNilNode},
+		// "app:{x}" with name "y" and "app" with name "x}:{y" would share the
+		// key "app:{x}:{y}", minting from two node-id namespaces.
+		{"brace in key prefix", cl.clients, []redlock.Option{redlock.WithKeyPrefix("app:{x}")}, redlock.ErrBadKeyPrefix},
+		{"open brace in key prefix", cl.clients, []redlock.Option{redlock.WithKeyPrefix("app{")}, redlock.ErrBadKeyPrefix},
+		{"empty key prefix", cl.clients, []redlock.Option{redlock.WithKeyPrefix("")}, redlock.ErrBadKeyPrefix},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -516,6 +527,95 @@ func TestBadInput(t *testing.T) {
 	if _, err := closed.TryLock(ctx, "x"); !errors.Is(err, redlock.ErrClosed) {
 		t.Errorf("TryLock after Close: %v, want ErrClosed", err)
 	}
+}
+
+// Lock names that cannot make a key are refused before anything is sent, by
+// every call that takes a name; the error does not carry a huge name back.
+func TestBadLockNames(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second))
+	ctx := context.Background()
+	huge := strings.Repeat("n", 1<<20)
+	calls := map[string]func(name string) error{
+		"TryLock": func(name string) error {
+			l, err := c.TryLock(ctx, name)
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			return err
+		},
+		"Lock": func(name string) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			l, err := c.Lock(ctx, name)
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			return err
+		},
+		"Do": func(name string) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			return c.Do(ctx, name, func(context.Context, *redlock.Lock) error { return nil })
+		},
+	}
+	for call, f := range calls {
+		err := f(huge)
+		if !errors.Is(err, redlock.ErrNameTooLong) {
+			t.Errorf("%s with a 1 MiB name: %v, want ErrNameTooLong", call, truncate(err))
+		}
+		if err != nil && len(err.Error()) > 200 {
+			t.Errorf("%s: the error is %d bytes long: it echoes the name", call, len(err.Error()))
+		}
+		if err := f(huge[:redlock.MaxNameLength+1]); !errors.Is(err, redlock.ErrNameTooLong) {
+			t.Errorf("%s with a name one byte too long: %v, want ErrNameTooLong", call, truncate(err))
+		}
+		// An empty hash tag: a Redis Cluster would hash the lock's keys to
+		// different slots.
+		if err := f("}x"); !errors.Is(err, redlock.ErrBadName) {
+			t.Errorf("%s with a name beginning with '}': %v, want ErrBadName", call, err)
+		}
+		if err := f(huge[:redlock.MaxNameLength]); err != nil {
+			t.Errorf("%s with a name of MaxNameLength bytes: %v", call, truncate(err))
+		}
+	}
+	for i, n := range cl.inspect {
+		keys, err := n.Keys(ctx, "redlock:{n*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if len(k) > redlock.MaxNameLength+100 {
+				t.Errorf("node %d holds a key of %d bytes", i, len(k))
+			}
+		}
+		if n, _ := n.Exists(ctx, "redlock:{}x}").Result(); n != 0 {
+			t.Errorf("node %d holds the key of the refused name \"}x\"", i)
+		}
+	}
+	// Braces elsewhere in a name are fine: the keys of one name still share
+	// one hash tag (the name up to its first '}'), and no two names share a key.
+	for _, name := range []string{"a}b", "a{b", "{x}", "a}:{b"} {
+		l, err := c.TryLock(ctx, name)
+		if err != nil {
+			t.Fatalf("TryLock(%q): %v", name, err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock(%q): %v", name, err)
+		}
+	}
+}
+
+// truncate keeps a test's failure message short when err echoes a huge name.
+func truncate(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	s := err.Error()
+	if len(s) > 200 {
+		return fmt.Sprintf("%s... (%d bytes)", s[:200], len(s))
+	}
+	return s
 }
 
 func TestEvenNodeCountNeedsThree(t *testing.T) {

@@ -38,6 +38,23 @@ var (
 	ErrTokenReused   = errors.New("fence: the same fencing token from two holders")
 	ErrZeroToken     = errors.New("fence: zero fencing token")
 	ErrEmptyResource = errors.New("fence: empty resource name")
+
+	// ErrTokenRange: a token above what the fence can store and compare
+	// exactly: 2^63-1 (a bigint) for Postgres, MaxRedisToken (2^53-1) for
+	// Redis. Nothing is written. Tokens from this module's lock client stay
+	// below 2^53.
+	ErrTokenRange = errors.New("fence: token out of the fence's range")
+
+	// ErrBadTTL: Redis.Set was given a negative TTL. Nothing is written.
+	ErrBadTTL = errors.New("fence: negative TTL")
+
+	// ErrFenceKey: a Redis fenced write or read named a fence's own key
+	// ("<prefix>:{<resource>}") as its data key; writing there would
+	// destroy a mark. Nothing is written.
+	ErrFenceKey = errors.New("fence: the data key is a fence key")
+
+	// ErrNoFields: Redis.HSet was given no fields.
+	ErrNoFields = errors.New("fence: HSet with no fields")
 )
 
 // StaleTokenError: the token is lower than the highest the resource has

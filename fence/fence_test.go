@@ -135,6 +135,8 @@ func (h httpFence) Admit(ctx context.Context, resource string, token uint64, hol
 		return fence.ErrZeroToken
 	case "empty_resource":
 		return fence.ErrEmptyResource
+	case "token_range":
+		return fence.ErrTokenRange
 	}
 	return fmt.Errorf("status %d: %s", resp.StatusCode, p.Error)
 }

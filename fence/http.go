@@ -16,8 +16,9 @@ const (
 // Middleware fences an HTTP handler: every request must carry a
 // Fencing-Token header (and may carry Fencing-Holder); resource names what
 // it touches. A request with a stale token gets 409 Conflict and a JSON body,
-// and never reaches next; a missing or malformed token gets 400; a reused
-// token 409 as well. The body's "code" says which:
+// and never reaches next; a missing or malformed token, or one above what
+// f can store (ErrTokenRange), gets 400; a reused token 409 as well. The
+// body's "code" says which:
 //
 //	{"code":"stale","error":"stale fencing token","resource":"orders/42","token":7,"highest":9}
 //
@@ -53,6 +54,8 @@ func Middleware(f Fence, resource func(*http.Request) string, next http.Handler)
 				Token: reused.Token})
 		case errors.Is(err, ErrZeroToken):
 			writeJSON(w, http.StatusBadRequest, problem{Code: "zero_token", Error: err.Error(), Resource: res})
+		case errors.Is(err, ErrTokenRange):
+			writeJSON(w, http.StatusBadRequest, problem{Code: "token_range", Error: err.Error(), Resource: res, Token: token})
 		case errors.Is(err, ErrEmptyResource):
 			writeJSON(w, http.StatusBadRequest, problem{Code: "empty_resource", Error: err.Error(), Token: token})
 		default:
@@ -62,7 +65,7 @@ func Middleware(f Fence, resource func(*http.Request) string, next http.Handler)
 }
 
 // problem is the JSON body of a refused request. Code is one of bad_token,
-// stale, reused, zero_token, empty_resource, unavailable.
+// stale, reused, zero_token, token_range, empty_resource, unavailable.
 type problem struct {
 	Code     string `json:"code"`
 	Error    string `json:"error"`

@@ -30,10 +30,6 @@ var _ Fence = (*Postgres)(nil)
 // DefaultPostgresTable is the table NewPostgres uses when given "".
 const DefaultPostgresTable = "fence_tokens"
 
-// ErrTokenRange: a token above the largest bigint, which the SQL fence
-// cannot store. Tokens from this module's lock client stay below 2^53.
-var ErrTokenRange = errors.New("fence: token does not fit in a bigint")
-
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
 
 // NewPostgres returns a fence stored in table ("" for DefaultPostgresTable;
@@ -164,7 +160,7 @@ func validatePostgres(resource string, token uint64) error {
 		return err
 	}
 	if token > math.MaxInt64 {
-		return fmt.Errorf("%w: %d", ErrTokenRange, token)
+		return fmt.Errorf("%w: %d does not fit in a bigint", ErrTokenRange, token)
 	}
 	return nil
 }

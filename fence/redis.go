@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,35 +24,68 @@ import (
 //
 // Returns {status, highest, found, value}: status 1 admitted, 0 stale,
 // -1 reused (value is then the stored holder).
+//
+// Tokens are compared as decimal strings, digit by digit, never as Lua
+// numbers: those are doubles, which take 2^53 and 2^53+1 for one number.
+// The stored mark is checked to be such a string first. The operation runs
+// before the mark is raised, through pcall: if Redis refuses it (a key of
+// another type, a bad argument, maxmemory), the script returns the error
+// having written nothing. Redis scripts do not roll back, so the order is
+// what keeps a failed operation from leaving a raised mark.
 const fenceScript = `
+local function less(a, b)
+  if #a ~= #b then return #a < #b end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return false
+end
 local h = redis.call('HMGET', KEYS[1], 'highest', 'holder')
-local highest = tonumber(h[1] or '0')
+local highest = h[1] or '0'
 local stored = h[2] or ''
-local t = tonumber(ARGV[1])
-if t < highest then return {0, h[1], 0, ''} end
+local t = ARGV[1]
+if h[1] and not string.match(highest, '^[1-9]%d*$') then
+  return redis.error_reply('fence: the mark at ' .. KEYS[1] .. ' is not a token: ' .. string.sub(highest, 1, 40))
+end
+if less(t, highest) then return {0, highest, 0, ''} end
 if t == highest and ARGV[2] ~= '' and stored ~= '' and stored ~= ARGV[2] then
-  return {-1, h[1], 1, stored}
+  return {-1, highest, 1, stored}
 end
-if t > highest or stored == '' then
-  redis.call('HSET', KEYS[1], 'highest', ARGV[1], 'holder', ARGV[2])
-end
-local op = ARGV[3]
+local op, r = ARGV[3], nil
 if op == 'set' then
   if ARGV[5] ~= '0' then
-    redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
+    r = redis.pcall('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
   else
-    redis.call('SET', KEYS[2], ARGV[4])
+    r = redis.pcall('SET', KEYS[2], ARGV[4])
   end
 elseif op == 'hset' then
-  redis.call('HSET', KEYS[2], unpack(ARGV, 4))
+  -- In slices: unpack returns a few thousand values at most. Only the first
+  -- can be refused: it makes the key a hash, and once a script has written,
+  -- Redis no longer refuses its writes for maxmemory.
+  for i = 4, #ARGV, 1000 do
+    r = redis.pcall('HSET', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+    if type(r) == 'table' and r.err then break end
+  end
 elseif op == 'get' then
-  local v = redis.call('GET', KEYS[2])
-  if v then return {1, ARGV[1], 1, v} end
+  r = redis.pcall('GET', KEYS[2])
 end
-return {1, ARGV[1], 0, ''}
+if type(r) == 'table' and r.err then return r end
+if t ~= highest or stored == '' then
+  redis.call('HSET', KEYS[1], 'highest', t, 'holder', ARGV[2])
+end
+if op == 'get' and r then return {1, t, 1, r} end
+return {1, t, 0, ''}
 `
 
 var fenceLua = redis.NewScript(fenceScript)
+
+// MaxRedisToken is the largest token Redis admits: 2^53-1. Larger tokens
+// are refused with ErrTokenRange. The script would compare them exactly,
+// but the mark is data that other readers of the store (Highest, a JSON
+// client, another Lua script) take as a number, and below 2^53 every one of
+// them reads it exactly. The lock client's tokens stay below 2^53.
+const MaxRedisToken = 1<<53 - 1
 
 // Redis is a Fence kept in the protected service's own Redis, with fenced
 // reads and writes of data stored beside it: the check and the operation
@@ -59,7 +93,8 @@ var fenceLua = redis.NewScript(fenceScript)
 //
 // The fence of a resource lives at "<prefix>:{<resource>}". On a Redis
 // Cluster, give data keys the same hash tag ("{<resource>}") so that the
-// script can reach both.
+// script can reach both. Tokens above MaxRedisToken are refused with
+// ErrTokenRange.
 type Redis struct {
 	client redis.UniversalClient
 	prefix string
@@ -77,23 +112,41 @@ func NewRedis(client redis.UniversalClient, prefix string) *Redis {
 
 func (r *Redis) key(resource string) string { return r.prefix + ":{" + resource + "}" }
 
+// isFenceKey reports whether key is the fence of some resource: every
+// "<prefix>:{...}" is.
+func (r *Redis) isFenceKey(key string) bool {
+	rest, ok := strings.CutPrefix(key, r.prefix+":{")
+	return ok && strings.HasSuffix(rest, "}")
+}
+
 // Admit implements Fence.
 func (r *Redis) Admit(ctx context.Context, resource string, token uint64, holder string) error {
 	_, _, err := r.run(ctx, resource, token, holder, r.key(resource), "")
 	return err
 }
 
-// Set admits the token and sets key to value (with a TTL unless ttl is 0),
-// atomically. A stale token writes nothing.
+// Set admits the token and sets key to value (with a TTL unless ttl is 0;
+// a TTL is rounded up to whole milliseconds), atomically. A stale token
+// writes nothing; nor does a SET that Redis refuses, which leaves the mark
+// as it was. A negative ttl is refused with ErrBadTTL.
 func (r *Redis) Set(ctx context.Context, resource string, token uint64, holder, key, value string, ttl time.Duration) error {
-	_, _, err := r.run(ctx, resource, token, holder, key, "set", value, ttl.Milliseconds())
+	if ttl < 0 {
+		return fmt.Errorf("%w: %v", ErrBadTTL, ttl)
+	}
+	ms := ttl / time.Millisecond
+	if ttl%time.Millisecond != 0 {
+		ms++ // 0 would mean no TTL at all
+	}
+	_, _, err := r.run(ctx, resource, token, holder, key, "set", value, int64(ms))
 	return err
 }
 
 // HSet admits the token and sets the fields of the hash at key, atomically.
+// If Redis refuses the write (key holds another type), nothing is written
+// and the mark stays as it was. Without fields it returns ErrNoFields.
 func (r *Redis) HSet(ctx context.Context, resource string, token uint64, holder, key string, fields map[string]string) error {
 	if len(fields) == 0 {
-		return errors.New("fence: HSet with no fields")
+		return ErrNoFields
 	}
 	args := make([]any, 0, 2*len(fields))
 	for _, f := range slices.Sorted(maps.Keys(fields)) {
@@ -104,7 +157,8 @@ func (r *Redis) HSet(ctx context.Context, resource string, token uint64, holder,
 }
 
 // Get admits the token and reads key, atomically: the read of a
-// read-modify-write. It returns redis.Nil if key does not exist.
+// read-modify-write. It returns redis.Nil if key does not exist. If the
+// read fails (key holds another type), the mark stays as it was.
 func (r *Redis) Get(ctx context.Context, resource string, token uint64, holder, key string) (string, error) {
 	v, found, err := r.run(ctx, resource, token, holder, key, "get")
 	if err == nil && !found {
@@ -125,9 +179,17 @@ func (r *Redis) Highest(ctx context.Context, resource string) (uint64, error) {
 	return strconv.ParseUint(s, 10, 64)
 }
 
+// run checks in Go all it can before anything is sent, so that a refusal
+// costs no round trip and the script sees only well-formed tokens.
 func (r *Redis) run(ctx context.Context, resource string, token uint64, holder, key, op string, args ...any) (string, bool, error) {
 	if err := validate(resource, token); err != nil {
 		return "", false, err
+	}
+	if token > MaxRedisToken {
+		return "", false, fmt.Errorf("%w: %d is above 2^53-1", ErrTokenRange, token)
+	}
+	if op != "" && r.isFenceKey(key) {
+		return "", false, fmt.Errorf("%w: %q", ErrFenceKey, key)
 	}
 	argv := append([]any{strconv.FormatUint(token, 10), holder, op}, args...)
 	res, err := fenceLua.Run(ctx, r.client, []string{r.key(resource), key}, argv...).Slice()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -78,6 +79,37 @@ func Run(t *testing.T, newFence func(t *testing.T) fence.Fence) {
 		mustAdmit(t, f, "r", big, "b")
 		if err := f.Admit(ctx, "r", big-1, "a"); !errors.Is(err, fence.ErrStale) {
 			t.Fatalf("big-1 after big: %v, want ErrStale", err)
+		}
+	})
+
+	// Pairs of tokens that one float64 cannot tell apart. A fence must order
+	// them exactly, or refuse them with ErrTokenRange and record nothing.
+	t.Run("tokens beyond 2^53", func(t *testing.T) {
+		f := newFence(t)
+		pairs := []struct{ hi, lo uint64 }{
+			{1<<53 + 1, 1 << 53},
+			{1<<60 + 100, 1<<60 + 1},
+			{1<<63 + 1, 1 << 63},
+			{math.MaxUint64, math.MaxUint64 - 1},
+		}
+		for i, p := range pairs {
+			res := fmt.Sprint("big", i)
+			err := f.Admit(ctx, res, p.hi, "a")
+			if errors.Is(err, fence.ErrTokenRange) {
+				if err := f.Admit(ctx, res, p.lo, ""); !errors.Is(err, fence.ErrTokenRange) {
+					t.Errorf("%d refused as out of range, but %d: %v", p.hi, p.lo, err)
+				}
+				mustAdmit(t, f, res, 1, "c") // the refusals recorded nothing
+				continue
+			}
+			if err != nil {
+				t.Fatalf("Admit(%d): %v", p.hi, err)
+			}
+			// An unknown holder: were the tokens taken as equal, it would
+			// be admitted.
+			if err := f.Admit(ctx, res, p.lo, ""); !errors.Is(err, fence.ErrStale) {
+				t.Errorf("%d after %d: %v, want ErrStale", p.lo, p.hi, err)
+			}
 		}
 	})
 
