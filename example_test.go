@@ -26,6 +26,62 @@ func exampleNodes() ([]redis.UniversalClient, func()) {
 	}
 }
 
+// The README's quick start.
+func Example() {
+	nodes, stop := exampleNodes() // in production: your go-redis clients for five independent masters
+	defer stop()
+	if err := quickStart(context.Background(), nodes); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// wrote invoice with a token: true
+	// migrated with a token: true
+}
+
+func quickStart(ctx context.Context, nodes []redis.UniversalClient) error {
+	c, err := redlock.New(nodes, redlock.WithTTL(10*time.Second))
+	if err != nil {
+		return err // each bad option has its own error: errors.Is(err, redlock.ErrTTLTooShort)
+	}
+	defer c.Close()
+
+	// Once per deployment (at deploy time, or `redlock provision`): fencing identities for the nodes.
+	if err := c.Provision(ctx); err != nil {
+		return err
+	}
+	if err := lockAndWrite(ctx, c); err != nil {
+		return err
+	}
+	return doMigrate(ctx, c)
+}
+
+func lockAndWrite(ctx context.Context, c *redlock.Client) error {
+	l, err := c.Lock(ctx, "orders:42") // retries with jitter until acquired or ctx ends
+	if err != nil {
+		return err // errors.Is(err, context.DeadlineExceeded), redlock.ErrNotProvisioned, ...
+	}
+	defer l.Unlock(context.Background())
+	// l.Token() is the fencing token: send it with every write to the protected store.
+	// l.Done() closes when the validity (l.Until()) ends without an Extend.
+	return writeInvoice(ctx, l.Token())
+}
+
+func doMigrate(ctx context.Context, c *redlock.Client) error {
+	return c.Do(ctx, "orders:42", func(ctx context.Context, l *redlock.Lock) error {
+		return migrate(ctx, l.Token()) // ctx is cancelled, with cause ErrLockLost, by the time the lock could lapse
+	})
+}
+
+func writeInvoice(_ context.Context, token uint64) error {
+	fmt.Println("wrote invoice with a token:", token > 0)
+	return nil
+}
+
+func migrate(_ context.Context, token uint64) error {
+	fmt.Println("migrated with a token:", token > 0)
+	return nil
+}
+
 func ExampleClient_Do() {
 	nodes, stop := exampleNodes() // five independent masters
 	defer stop()
