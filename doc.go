@@ -25,7 +25,11 @@
 //
 // Mutual exclusion by leases alone cannot survive a holder that is paused
 // (GC, swap, SIGSTOP) past its validity and then writes. Protect the data
-// itself: see the fencing tokens.
+// itself: see the fencing tokens (Lock.Token, package fence). With fencing
+// on (the default) the deployment is provisioned once, with
+// Client.Provision; nodes that lose their data, restart or are promoted
+// from a replica sit out until they are repaired, which the clients do by
+// themselves once a majority is intact (docs/fencing.md).
 //
 // Errors are *QuorumError values carrying the per-node outcomes; test them
 // with errors.Is against ErrLocked, ErrUnavailable, ErrExpired and the other

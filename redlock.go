@@ -59,7 +59,14 @@ type scriptArgs struct {
 
 // New returns a client over nodes, which must be independent masters (not
 // replicas of each other). Any go-redis client works: a plain client, a
-// failover (Sentinel) client, or a cluster client standing for one node.
+// failover (Sentinel) client, or, without fencing, a cluster client standing
+// for one node. With fencing, a failover is caught: the promoted replica
+// serves under a new replication id and takes part in no quorum until it
+// is repaired (docs/fencing.md); without fencing, a failover can lose locks
+// it held, as any node that loses its data can.
+//
+// With fencing on, the deployment must be provisioned once (Provision)
+// before locks can be taken.
 //
 // A lock needs a majority, N/2+1 nodes. An even N works, but tolerates no
 // more failures than N-1 nodes would: six nodes, like five, survive two.
