@@ -198,3 +198,89 @@ func TestFencedNamesLeaveNothingBehind(t *testing.T) {
 		t.Logf("node %d: %d keys right after %d names, %d once R passed", i, during[i], names, k)
 	}
 }
+
+// The design reference says U and M1 need no timing assumption. Across a
+// Repair they do: A's commit to k is still in flight when j (already
+// committed) loses its data; a repair at once reads G from k and l before
+// A's commit lands on k, so j comes back below A's token; A's commit then
+// lands, A returns, and B, later, is granted on j and l with a smaller
+// token. Waiting out the delayed restart (the longest TTL) closes it: by
+// then A has returned or failed. The first case runs RepairWithoutDelay to
+// show the hole the delay closes.
+func TestRepairNeedsTheDelayForRealTimeOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		atOnce bool
+	}{{"repaired at once", true}, {"repaired after the delay", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := startCluster(t, 3) // j = n0, k = n1, l = n2
+			cl.withCounter(t, 0, 1000)
+			ctx := context.Background()
+			const ttl = time.Second
+			opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(300 * time.Millisecond)}
+			commitToK := make(chan struct{})
+			heldK, onJ := make(chan struct{}), make(chan struct{})
+			var onceK, onceJ sync.Once
+			a := cl.actor(t, []*faultHook{{after: func(s string) {
+				if s == "commit" {
+					onceJ.Do(func() { close(onJ) })
+				}
+			}}, {before: func(s string) error {
+				if s == "commit" {
+					onceK.Do(func() { close(heldK) })
+					<-commitToK
+				}
+				return nil
+			}}, cut()}, append(opts, redlock.WithTTL(2*time.Second), redlock.WithNodeTimeout(600*time.Millisecond))...)
+			type result struct {
+				l   *redlock.Lock
+				err error
+			}
+			aDone := make(chan result, 1)
+			go func() {
+				l, err := a.TryLock(ctx, "order")
+				aDone <- result{l, err}
+			}()
+			<-heldK // A's commit is on j; the one to k waits
+			<-onJ
+			cl.restartEmpty(t, 0)
+			admin := cl.newClient(t, opts...)
+			if tc.atOnce {
+				if err := admin.Repair(ctx, 0, redlock.RepairWithoutDelay()); err != nil {
+					close(commitToK)
+					t.Fatal(err)
+				}
+				close(commitToK)
+			} else {
+				var soon *redlock.RepairTooSoonError
+				if err := admin.Repair(ctx, 0); !errors.As(err, &soon) {
+					close(commitToK)
+					t.Fatalf("Repair at once: %v, want RepairTooSoonError", err)
+				}
+				close(commitToK)
+				time.Sleep(soon.Wait)
+			}
+			ra := <-aDone
+			if ra.err != nil {
+				t.Fatalf("A: %v", ra.err)
+			}
+			ra.l.Unlock(ctx)
+			if !tc.atOnce {
+				if err := admin.Repair(ctx, 0); err != nil {
+					t.Fatalf("Repair after the delay: %v", err)
+				}
+			}
+			b := cl.actor(t, []*faultHook{nil, cut(), nil}, opts...) // B, after A returned: j and l
+			lb, err := b.TryLock(ctx, "order")
+			if err != nil {
+				t.Fatalf("B: %v", err)
+			}
+			defer lb.Unlock(ctx)
+			broken := lb.Token() <= ra.l.Token()
+			t.Logf("A returned %d; B, invoked later, got %d", ra.l.Token(), lb.Token())
+			if broken != tc.atOnce {
+				t.Fatalf("B's token below A's = %v, want %v", broken, tc.atOnce)
+			}
+		})
+	}
+}
