@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/quorumlock/redlock"
@@ -255,6 +256,21 @@ var Scenarios = []Scenario{
 					return err
 				}
 				e.Sleep(ctx, e.TTL/2)
+			}
+			return nil
+		},
+	},
+	{
+		Name: "rolling-wipes", Fault: "a random node restarted empty every 0.4-0.8x TTL; nobody runs Repair",
+		Unfenced: Possible, Persistence: node.PersistNone,
+		Inject: func(ctx context.Context, e *Env) error {
+			// Wiped nodes come back only through the workers' own online
+			// repair; with a wipe this often, at times too few are intact.
+			for e.Sleep(ctx, e.TTL*2/5+rand.N(e.TTL*2/5)) {
+				i := rand.N(len(e.Nodes))
+				if err := e.Do(ctx, []int{i}, "killed, restarted empty", kill, start, 0); err != nil {
+					return err
+				}
 			}
 			return nil
 		},
