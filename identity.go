@@ -37,11 +37,12 @@ var (
 	//go:embed lua/reset.lua
 	resetScript string
 
-	nodeStateLua = newScript(nodeStateScript)
-	claimLua     = newScript(claimScript)
-	rosterLua    = newScript(rosterScript)
-	assignLua    = newScript(assignScript)
-	resetLua     = newScript(resetScript)
+	nodeStateLua = newScript(`local IDKEY, REPLIDKEY, LOSTKEY = KEYS[3], KEYS[4], KEYS[5]
+` + identityPrelude + nodeStateScript)
+	claimLua  = newScript(claimScript)
+	rosterLua = newScript(rosterScript)
+	assignLua = newScript(assignScript)
+	resetLua  = newScript(resetScript)
 )
 
 // nodeState is what one node holds of its fencing identity and counters.
@@ -50,7 +51,7 @@ type nodeState struct {
 	id           int // -1: none
 	replid       string
 	curReplid    string // the replication id the node serves under now
-	lostAt       int64  // node ms when first found not intact; 0: never
+	lostAt       int64  // node ms when first found not intact in this episode; 0: never
 	now          int64  // node ms
 	uptime       time.Duration
 	counter      int64 // G
@@ -76,12 +77,16 @@ func parseNodeState(v []any) (*nodeState, error) {
 	num := func(i int) int64 { n, _ := strconv.ParseInt(str(i), 10, 64); return n }
 	s := &nodeState{
 		uuid: str(0), roster: str(1), id: -1, replid: str(3), curReplid: str(4),
-		lostAt: num(5), now: num(6), uptime: time.Duration(num(7)) * time.Second,
+		now: num(6), uptime: time.Duration(num(7)) * time.Second,
 		counter: num(8), maxTTL: time.Duration(num(9)) * time.Millisecond, runID: str(10),
 		usedMemory: num(11), maxMemory: num(12),
 	}
 	if id, err := strconv.Atoi(str(2)); err == nil {
 		s.id = id
+	}
+	// A stamp made under another replication id dates an earlier episode.
+	if ms, replid, ok := strings.Cut(str(5), ":"); ok && replid == s.curReplid {
+		s.lostAt, _ = strconv.ParseInt(ms, 10, 64)
 	}
 	return s, nil
 }

@@ -38,6 +38,9 @@ type Client struct {
 	health    []nodeHealth  // per node: is it hung (quorum.go)
 	epoch     time.Time     // the origin of since()
 	keys      nodeKeys      // the per-node fencing keys
+	learned   sync.Once     // learnIdentities has run
+	knownMu   sync.Mutex
+	known     []string // per node: the uuid this client saw it hold (repair.go)
 
 	notify notifier // release notifications for waiters in Lock
 	// id names the client in its waiters' ids ("<id>/<n>") and in the
@@ -119,6 +122,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		health:    make([]nodeHealth, len(nodes)),
 		epoch:     time.Now(),
 		keys:      newNodeKeys(cfg.keyPrefix),
+		known:     make([]string, len(nodes)),
 		id:        uuid.NewString(),
 	}
 	c.life, c.endLife = context.WithCancel(context.Background())
@@ -185,6 +189,7 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64) 
 	if c.cfg.fencing {
 		op = l.fencedAcquireOp
 		l.acquire = c.fencedAcquireCall(l, waiter, since)
+		c.learnIdentities()
 	} else {
 		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, since)
 	}

@@ -44,7 +44,10 @@ func (e *RepairTooSoonError) Unwrap() error { return ErrRepairTooSoon }
 // A RepairOption changes how Repair proceeds.
 type RepairOption func(*repairConfig)
 
-type repairConfig struct{ now bool }
+type repairConfig struct {
+	now    bool
+	online bool // a client's own background repair (repairOnline)
+}
 
 // RepairWithoutDelay repairs at once, without waiting out the delayed
 // restart. Use it only when no lock can be held on the node: a node that was
@@ -89,6 +92,7 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 	if err != nil {
 		return err
 	}
+	c.remember(states)
 	target := states[i]
 	if target == nil {
 		return &QuorumError{Op: "repair", Kind: ErrUnavailable, Nodes: t.snapshot()}
@@ -124,7 +128,7 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 	if wait := c.restartDelay(target, longest); wait > 0 && !rc.now {
 		return &RepairTooSoonError{Node: i, Wait: wait}
 	}
-	u, err := c.takeUUID(ctx, i, states, members)
+	u, err := c.takeUUID(ctx, i, states, members, rc)
 	if err != nil {
 		return err
 	}
@@ -139,6 +143,9 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 		return fmt.Errorf("%w: node %d lost its uuid during the repair; try again", ErrNodeIDConflict, i)
 	}
 	c.amnesiac[i].Store(false)
+	c.knownMu.Lock()
+	c.known[i] = u
+	c.knownMu.Unlock()
 	c.log.Info("redlock: node repaired", "node", i, "id", slices.Index(members, u), "counter", top+1)
 	return nil
 }
@@ -158,48 +165,76 @@ func (c *Client) restartDelay(s *nodeState, longest time.Duration) time.Duration
 }
 
 // takeUUID returns the uuid node i is to hold: its own if it still holds a
-// roster member, else the roster's one orphan (held by no node), which it
-// claims and then checks that no other node holds, giving it back if one
-// does. Every node must answer for an orphan to be known.
-func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, members []string) (string, error) {
+// roster member nobody else holds with an id; else an orphan of the roster
+// (a member no node holds), which it claims, then checks that no other node
+// holds, giving it back if one does. Every node must answer for an orphan to
+// be known.
+//
+// Which orphan: an online repair takes only the uuid this client saw node i
+// hold (learnIdentities): a client whose node list differs from the
+// deployment's (a node being replaced, say) must not hand a live node's
+// uuid, and so its id, to a stranger. An operator's Repair, vouching for the
+// node list, takes the orphan of node i's rank, by run id, among the
+// emptied nodes, so that repairers that read the same states agree.
+func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, members []string, rc repairConfig) (string, error) {
 	own := states[i].uuid
-	held := func(states []*nodeState, u string, except int) int {
+	// heldBy is another node that holds u, preferring one with an id.
+	heldBy := func(states []*nodeState, u string, except int) int {
+		found := -1
 		for j, s := range states {
-			if j != except && s != nil && s.uuid == u {
-				return j
+			if j != except && s != nil && s.uuid == u && (found < 0 || s.id >= 0) {
+				found = j
 			}
 		}
-		return -1
+		return found
+	}
+	// emptied: holds no member, or only one that another node holds with an
+	// id (a claim that lost, and was never given back).
+	emptied := func(j int) bool {
+		s := states[j]
+		if !slices.Contains(members, s.uuid) {
+			return true
+		}
+		k := heldBy(states, s.uuid, j)
+		return s.id < 0 && k >= 0 && states[k].id >= 0
 	}
 	if slices.Contains(members, own) {
-		if j := held(states, own, i); j >= 0 {
-			return "", fmt.Errorf("%w: nodes %d and %d hold the same uuid", ErrNodeIDConflict, i, j)
+		switch k := heldBy(states, own, i); {
+		case k < 0:
+			return own, nil
+		case !emptied(i):
+			return "", fmt.Errorf("%w: nodes %d and %d hold the same uuid; try again", ErrNodeIDConflict, i, k)
 		}
-		return own, nil
 	}
 	if slices.Contains(states, nil) {
 		return "", fmt.Errorf("%w: node %d lost its identity; every node must answer to repair it", ErrUnavailable, i)
 	}
 	var orphans []string
 	for _, u := range members {
-		if held(states, u, -1) < 0 {
+		if heldBy(states, u, i) < 0 {
 			orphans = append(orphans, u)
 		}
 	}
-	// Several emptied nodes: each takes the orphan of its rank by run id,
-	// so that repairers that read the same states agree.
-	var emptied []*nodeState
-	for _, s := range states {
-		if !slices.Contains(members, s.uuid) {
-			emptied = append(emptied, s)
+	var u string
+	if rc.online {
+		u = c.knownUUID(i)
+		if !slices.Contains(orphans, u) {
+			return "", errNotAdoptable
 		}
+	} else {
+		var out []*nodeState
+		for j, s := range states {
+			if emptied(j) {
+				out = append(out, s)
+			}
+		}
+		slices.SortFunc(out, func(a, b *nodeState) int { return strings.Compare(a.runID, b.runID) })
+		rank := slices.Index(out, states[i])
+		if rank < 0 || rank >= len(orphans) {
+			return "", fmt.Errorf("%w: no uuid of the roster is free for node %d", ErrNodeIDConflict, i)
+		}
+		u = orphans[rank]
 	}
-	slices.SortFunc(emptied, func(a, b *nodeState) int { return strings.Compare(a.runID, b.runID) })
-	rank := slices.Index(emptied, states[i])
-	if rank >= len(orphans) {
-		return "", fmt.Errorf("%w: no uuid of the roster is free for node %d", ErrNodeIDConflict, i)
-	}
-	u := orphans[rank]
 	k := &c.keys
 	node := c.nodes[i]
 	got, err := swapUUIDLua.Run(ctx, node, []string{k.uuid, k.id}, own, u).Text()
@@ -210,8 +245,10 @@ func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, membe
 		return "", fmt.Errorf("%w: node %d changed during the repair; try again", ErrNodeIDConflict, i)
 	}
 	after, err := c.readAllStates(ctx, "repair")
-	if err == nil && held(after, u, i) >= 0 {
-		err = fmt.Errorf("%w: another repair gave node %d's uuid to node %d; try again", ErrNodeIDConflict, i, held(after, u, i))
+	if err == nil {
+		if j := heldBy(after, u, i); j >= 0 {
+			err = fmt.Errorf("%w: another repair gave node %d's uuid to node %d; try again", ErrNodeIDConflict, i, j)
+		}
 	}
 	if err != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.nodeTimeout)
@@ -220,6 +257,47 @@ func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, membe
 		return "", err
 	}
 	return u, nil
+}
+
+// errNotAdoptable ends an online repair of a node that lost its uuid when
+// this client never saw which uuid the node held: only an operator's Repair
+// may pick one then.
+var errNotAdoptable = fmt.Errorf("%w: this client never saw the node's identity; run Repair", ErrAmnesia)
+
+// learnIdentities records, in the background, the uuid each intact node
+// holds, once per client (and again at every repair's read): what an
+// online repair may give back to a node that lost its data.
+func (c *Client) learnIdentities() {
+	c.learned.Do(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed {
+			return
+		}
+		c.bg.Go(func() {
+			ctx, cancel := context.WithTimeout(c.life, max(10*c.cfg.nodeTimeout, time.Second))
+			defer cancel()
+			if states, _, err := c.readStates(ctx); err == nil {
+				c.remember(states)
+			}
+		})
+	})
+}
+
+func (c *Client) remember(states []*nodeState) {
+	c.knownMu.Lock()
+	defer c.knownMu.Unlock()
+	for i, s := range states {
+		if s != nil && s.intact() {
+			c.known[i] = s.uuid
+		}
+	}
+}
+
+func (c *Client) knownUUID(i int) string {
+	c.knownMu.Lock()
+	defer c.knownMu.Unlock()
+	return c.known[i]
 }
 
 // repairOnline repairs node i in the background, once per episode: it waits
@@ -240,7 +318,7 @@ func (c *Client) repairOnline(i int) {
 		pause := max(c.cfg.ttl/10, c.cfg.nodeTimeout)
 		for try := 0; try < onlineRepairTries; try++ {
 			ctx, cancel := context.WithTimeout(c.life, max(10*c.cfg.nodeTimeout, time.Second))
-			err := c.repair(ctx, i, repairConfig{})
+			err := c.repair(ctx, i, repairConfig{online: true})
 			cancel()
 			var soon *RepairTooSoonError
 			switch {
@@ -248,7 +326,9 @@ func (c *Client) repairOnline(i int) {
 				return
 			case errors.As(err, &soon):
 				pause = soon.Wait + time.Millisecond
-			case errors.Is(err, redis.ErrClosed) || errors.Is(err, ErrClosed):
+			case errors.Is(err, redis.ErrClosed) || errors.Is(err, ErrClosed) ||
+				errors.Is(err, ErrNotProvisioned) || err == errNotAdoptable:
+				c.log.Debug("redlock: online repair stopped", "node", i, "err", err)
 				return
 			default:
 				pause = min(2*pause, c.cfg.ttl)

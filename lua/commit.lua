@@ -7,19 +7,16 @@
 --   ARGV[1] T                          ARGV[2] R in ms
 --
 -- Returns -1 if the node's fencing state is not intact. Otherwise the
--- effective H: H, or E*256 where H has expired. If that exceeds T, someone
+-- effective H, max(H, E*256), H counting 0 once expired. If that exceeds T, someone
 -- committed a newer token (or the node was repaired above T) and the client
 -- aborts. If not, H becomes T for another R, G is raised to T's counter, and
 -- T is returned. Raising G here is what lets a name's H expire: the next
 -- acquisition of any name on a majority still starts above T (M1).
 local t = tonumber(ARGV[1])
-local h = redis.call('GET', KEYS[1])
-local eff
-if h then
-  eff = tonumber(h)
-else
-  eff = tonumber(redis.call('GET', KEYS[3]) or '0') * 256
-end
+-- A repaired node may still hold an old H (a promoted replica does, and so
+-- does a node reprovisioned above it): E bounds it from below either way.
+local eff = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'),
+  tonumber(redis.call('GET', KEYS[3]) or '0') * 256)
 if eff > t then return eff end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local g = math.floor(t / 256)

@@ -6,8 +6,8 @@
 -- master, serves under a new replication id and may lack the last writes
 -- (replication and AOF everysec are asynchronous). Either way its counters
 -- cannot be trusted until Repair raises them. The first time it is found so,
--- the node stamps LOST with its own time, which starts the delayed restart
--- that Repair waits out.
+-- the node stamps LOST with its own time and its replication id, which
+-- starts the delayed restart that Repair waits out.
 --
 -- The script defining it sets IDKEY, REPLIDKEY and LOSTKEY first.
 local function nowMs()
@@ -16,8 +16,8 @@ local function nowMs()
 end
 local function nodeID()
   local id = redis.call('GET', IDKEY)
+  local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
   if id then
-    local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
     local want = redis.call('GET', REPLIDKEY)
     if not want then
       -- Provisioned before replication ids were recorded: trust on first use.
@@ -26,6 +26,12 @@ local function nodeID()
     end
     if want == replid then return tonumber(id) end
   end
-  if redis.call('EXISTS', LOSTKEY) == 0 then redis.call('SET', LOSTKEY, nowMs()) end
+  -- The stamp names the replication id it was made under: one left by an
+  -- earlier episode (it replicated to a replica since promoted, say) does
+  -- not date this one.
+  local stamp = redis.call('GET', LOSTKEY)
+  if not stamp or string.sub(stamp, -string.len(replid) - 1) ~= ':' .. replid then
+    redis.call('SET', LOSTKEY, nowMs() .. ':' .. replid)
+  end
   return nil
 end

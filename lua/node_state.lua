@@ -1,13 +1,16 @@
 -- Reads what a node holds of its fencing identity and counters, for
--- Provision, Repair and doctor. Writes nothing.
+-- Provision, Repair and doctor. Like every fenced script it first checks
+-- the node (the identity prelude), so a node that is not intact is stamped
+-- as such even if no acquisition reached it yet.
 --
 --   KEYS[1] uuid   KEYS[2] roster   KEYS[3] id marker
 --   KEYS[4] recorded replication id   KEYS[5] lost stamp
 --   KEYS[6] G   KEYS[7] longest TTL used
 --
 -- Returns, as strings ('' for none): uuid, roster, id, recorded
--- replication id, current replication id, lost stamp (node ms), node time
+-- replication id, current replication id, lost stamp ('<node ms>:<replid>'), node time
 -- (ms), uptime (s), G, longest TTL (ms), run id, used memory, maxmemory.
+nodeID()
 local function get(k) return redis.call('GET', k) or '' end
 local repl = redis.call('INFO', 'replication')
 local server = redis.call('INFO', 'server')
