@@ -126,6 +126,19 @@ func (c *config) minRetention() time.Duration {
 	return 2*c.ttl + 2*c.nodeTimeout + c.drift()
 }
 
+// patience is the longest a round waits for its nodes when fewer than a
+// majority has answered (collect), and how long a round's calls may run:
+// ten node timeouts. A call outlives the round that gave up on it, so that a
+// dial or write slowed by an overloaded machine completes (go-redis dials
+// under the call's context) and the next attempt finds the connection
+// ready; cutting calls and rounds at the node timeout made a cold client
+// under load start its dials over on every attempt and never acquire. The
+// price: an attempt while a majority is really down fails after ten node
+// timeouts, not one.
+func (c *config) patience() time.Duration { return patienceFactor * c.nodeTimeout }
+
+const patienceFactor = 10
+
 // rounds is how many round trips an acquisition takes.
 func (c *config) rounds() time.Duration {
 	if c.fencing {
