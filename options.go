@@ -81,9 +81,12 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 // TTL*factor + 2ms.
 func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
 
-// WithNodeTimeout bounds every single call to a node. An attempt never waits
-// longer than this on any node, and stops waiting as soon as its outcome is
-// decided.
+// WithNodeTimeout sets how long a round waits for a node that stays silent
+// while a majority of the nodes answers. A round stops waiting as soon as
+// its outcome is decided. Until a majority has answered (every node late:
+// an overloaded client machine, a burst of new connections, or a majority
+// really down) it waits up to ten node timeouts, and its calls may run that
+// long, so that overload costs latency rather than failed attempts.
 func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
 
 // WithRetryDelay sets the bounds of the random pause between attempts in
