@@ -39,7 +39,10 @@
 // ContextTimeoutEnabled. The lock client enforces its node timeout itself
 // either way, but without that option calls to a paused node linger in the
 // background until the go-redis ReadTimeout; enable it to free them sooner.
-// A node whose calls have gone unanswered past the node timeout is not sent
-// more until it answers (ErrNodeHung), so a hung node costs a client a few
-// stuck calls, not one per lock.
+// A node whose calls have gone unanswered past the node timeout while a
+// majority of the other nodes answered is not sent more until it answers
+// (ErrNodeHung), so a hung node costs a client a few stuck calls, not one
+// per lock. A silence most nodes share (an overloaded client machine, a
+// burst of new connections) is waited out instead, for up to ten node
+// timeouts: overload costs latency, not availability.
 package redlock

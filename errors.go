@@ -72,8 +72,9 @@ var (
 
 	// ErrNodeHung is the Err of a NodeResult whose call was not sent at all
 	// (its Outcome is NodeTimedOut): the node has left earlier calls
-	// unanswered for longer than the node timeout, as a paused or hung
-	// process does. It matches ErrNodeTimeout too. The node gets calls again
+	// unanswered for longer than the node timeout while a majority of the
+	// other nodes answered, as a paused or hung process does. It matches
+	// ErrNodeTimeout too. The node gets calls again
 	// as soon as it answers one.
 	ErrNodeHung = fmt.Errorf("%w: not sent, the node has left earlier calls unanswered past the node timeout", ErrNodeTimeout)
 

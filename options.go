@@ -81,9 +81,12 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 // TTL*factor + 2ms.
 func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
 
-// WithNodeTimeout bounds every single call to a node. An attempt never waits
-// longer than this on any node, and stops waiting as soon as its outcome is
-// decided.
+// WithNodeTimeout sets how long a round waits for a node that stays silent
+// while a majority of the nodes answers. A round stops waiting as soon as
+// its outcome is decided. Until a majority has answered (every node late:
+// an overloaded client machine, a burst of new connections, or a majority
+// really down) it waits up to ten node timeouts, and its calls may run that
+// long, so that overload costs latency rather than failed attempts.
 func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
 
 // WithRetryDelay sets the bounds of the random pause between attempts in
@@ -125,6 +128,19 @@ func WithRetention(r time.Duration) Option { return func(c *config) { c.retentio
 func (c *config) minRetention() time.Duration {
 	return 2*c.ttl + 2*c.nodeTimeout + c.drift()
 }
+
+// patience is the longest a round waits for its nodes when fewer than a
+// majority has answered (collect), and how long a round's calls may run:
+// ten node timeouts. A call outlives the round that gave up on it, so that a
+// dial or write slowed by an overloaded machine completes (go-redis dials
+// under the call's context) and the next attempt finds the connection
+// ready; cutting calls and rounds at the node timeout made a cold client
+// under load start its dials over on every attempt and never acquire. The
+// price: an attempt while a majority is really down fails after ten node
+// timeouts, not one.
+func (c *config) patience() time.Duration { return patienceFactor * c.nodeTimeout }
+
+const patienceFactor = 10
 
 // rounds is how many round trips an acquisition takes.
 func (c *config) rounds() time.Duration {

@@ -77,8 +77,8 @@ type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcom
 // closed (or is nil); the node timeout runs from then.
 //
 // A round skips a node i for which sent[i] is false (nil sends to all),
-// and, unless after is set (a release of what was sent), a hung node
-// (nodeHealth). The
+// and, unless after is set (a release of what was sent), the hung nodes
+// (hungNodes). The
 // reply of a skipped node is NodeTimedOut with ErrNodeHung at once; nothing
 // is sent, so nothing has to be undone there either.
 //
@@ -100,13 +100,21 @@ func (c *Client) fanOut(ctx context.Context, after []chan struct{}, sent []bool,
 	// The calls of a round start together, so they share one deadline: a
 	// context per node was a tenth of an acquisition's allocations. A call
 	// that had to wait for its node's previous call gets its own.
+	// The calls may run for the patience, not just the node timeout:
+	// a call cut at the node timeout on a saturated machine would abort the
+	// very dial or write that was about to succeed (go-redis dials under the
+	// call's context), and the next attempt would start from scratch.
 	r := &round{}
-	r.ctx, r.cancel = context.WithTimeout(ctx, c.cfg.nodeTimeout)
+	r.ctx, r.cancel = context.WithTimeout(ctx, c.cfg.patience())
 	r.running.Store(int32(len(c.nodes)))
+	var hung []bool
+	if after == nil {
+		hung = c.hungNodes()
+	}
 	for i, node := range c.nodes {
 		go func() {
 			defer c.bg.Done()
-			rep := c.call(ctx, r, i, node, after, sent, op)
+			rep := c.call(ctx, r, i, node, after, sent, hung != nil && hung[i], op)
 			replies <- rep
 			if then != nil {
 				then(rep)
@@ -118,11 +126,11 @@ func (c *Client) fanOut(ctx context.Context, after []chan struct{}, sent []bool,
 
 // call is one node's part of a round (fanOut).
 func (c *Client) call(ctx context.Context, r *round, i int, node redis.UniversalClient, after []chan struct{},
-	sent []bool, op nodeOp) reply {
+	sent []bool, hung bool, op nodeOp) reply {
 	defer r.callEnded()
 	skipped := reply{node: i, outcome: NodeTimedOut, err: ErrNodeHung}
 	health := &c.health[i]
-	if after == nil && health.hung(c) {
+	if hung {
 		return skipped
 	}
 	callCtx := r.ctx
@@ -132,7 +140,7 @@ func (c *Client) call(ctx context.Context, r *round, i int, node redis.Universal
 		default:
 			<-after[i]
 			var cancel context.CancelFunc
-			callCtx, cancel = context.WithTimeout(ctx, c.cfg.nodeTimeout)
+			callCtx, cancel = context.WithTimeout(ctx, c.cfg.patience())
 			defer cancel()
 		}
 	}
@@ -159,30 +167,84 @@ func (c *Client) call(ctx context.Context, r *round, i int, node redis.Universal
 // pile up a goroutine and a connection per call, plus the background
 // releases of everything it sent there.
 //
-// A node is hung while it has calls pending and has neither answered nor
-// been idle for longer than the node timeout. A slow node that answers
-// late still answers, and keeps being sent calls. A hung node is still sent
-// one call every probeEvery node timeouts (counted from its last answer or
-// probe): a go-redis client configured
+// The rule (Client.hung): node i is hung when all of these hold:
+//   - it has calls pending;
+//   - it has been silent for more than the node timeout: no answer since
+//     alive, the time of its last answer or, if it was idle then, of the
+//     first call sent since;
+//   - a majority of the nodes (N/2+1, not counting node i) answered after
+//     node i had already been silent for a node timeout: answered[j] >
+//     alive[i] + node timeout for at least N/2+1 nodes j != i.
+//
+// The last one tells a node that answers nothing while the others answer (a
+// paused or hung process) from a saturated client machine or a dial burst,
+// where every node is late: a node is not blamed for a silence a majority
+// shares, so overload costs
+// latency and not availability. A slow node that answers late still
+// answers, and keeps being sent calls. Since the others must be a
+// majority, at most N - (N/2+1) nodes are hung at once, and a round can
+// always reach a majority of the nodes it sends to (hungNodes).
+//
+// A hung node is still sent one call every probeEvery node timeouts
+// (counted from its last answer or probe): a go-redis client configured
 // without any read timeout could leave a call pending for ever on a
-// connection that died, while a new connection would work.
+// connection that died, while a new connection would work. It is well
+// again as soon as it answers any call.
 type nodeHealth struct {
 	pending atomic.Int32 // calls sent and not returned
 	// alive is when (c.since) the node last answered, or was sent a call
-	// while nothing was pending.
-	alive  atomic.Int64
-	probed atomic.Int64 // when (c.since) a hung node was last sent a call
+	// while nothing was pending: the start of its current silence.
+	alive    atomic.Int64
+	answered atomic.Int64 // when (c.since) the node last answered
+	probed   atomic.Int64 // when (c.since) a hung node was last sent a call
 }
 
 const probeEvery = 10
 
-func (h *nodeHealth) hung(c *Client) bool {
+// hungNodes returns which nodes a round skips as hung (nil: none). It skips
+// none if too few nodes would be left to form a majority: skipping is there
+// to spare a round that can succeed without them, and a round that cannot
+// had better ask, in case the silence was the client's own after all. A
+// majority that is really down then costs each attempt a node timeout and
+// calls that pile up until go-redis gives up on them, as without skipping.
+func (c *Client) hungNodes() []bool {
+	var hung []bool
+	skipped := 0
+	for i := range c.health {
+		if c.hung(i) {
+			if hung == nil {
+				hung = make([]bool, len(c.health))
+			}
+			hung[i] = true
+			skipped++
+		}
+	}
+	if len(c.health)-skipped < majority(len(c.health)) {
+		return nil
+	}
+	return hung
+}
+
+// hung applies nodeHealth's rule to node i. A true answer may be a probe's
+// ticket: the caller is then to send the call after all.
+func (c *Client) hung(i int) bool {
+	h := &c.health[i]
 	now, timeout := c.since(), int64(c.cfg.nodeTimeout)
-	if h.pending.Load() == 0 || now-h.alive.Load() <= timeout {
+	alive := h.alive.Load()
+	if h.pending.Load() == 0 || now-alive <= timeout {
+		return false
+	}
+	others, need := 0, majority(len(c.health))
+	for j := range c.health {
+		if j != i && c.health[j].answered.Load() > alive+timeout {
+			others++
+		}
+	}
+	if others < need {
 		return false
 	}
 	probed := h.probed.Load()
-	return now-max(probed, h.alive.Load()) <= probeEvery*timeout || !h.probed.CompareAndSwap(probed, now)
+	return now-max(probed, alive) <= probeEvery*timeout || !h.probed.CompareAndSwap(probed, now)
 }
 
 func (h *nodeHealth) sending(c *Client) {
@@ -196,7 +258,9 @@ func (h *nodeHealth) sending(c *Client) {
 func (h *nodeHealth) returned(c *Client, err error) {
 	h.pending.Add(-1)
 	if err == nil || isServerReply(err) {
-		h.alive.Store(c.since())
+		now := c.since()
+		h.alive.Store(now)
+		h.answered.Store(now)
 	}
 }
 
@@ -222,6 +286,7 @@ type tally struct {
 	results     []NodeResult
 	recorded    []bool // the node has an outcome (a reply, or given up on)
 	heard       []bool // a reply actually arrived from this node
+	answered    int    // replies that came from the node itself, not a skip or timeout
 	lastReply   time.Time
 	slowest     time.Duration
 	best        int64 // the largest value any node replied with
@@ -250,6 +315,9 @@ func (t *tally) record(node int, o Outcome, err error, latency time.Duration) {
 func (t *tally) add(r reply) {
 	if !t.recorded[r.node] {
 		t.heard[r.node] = true
+		if r.err != ErrNodeHung && r.outcome != NodeTimedOut {
+			t.answered++
+		}
 		t.lastReply = time.Now()
 		t.slowest = max(t.slowest, r.latency)
 		t.best = max(t.best, r.value)
@@ -291,35 +359,62 @@ func (t *tally) refusedByMajority() bool { return t.counts[NodeRefused] > t.n-t.
 func (t *tally) snapshot() []NodeResult { return append([]NodeResult(nil), t.results...) }
 
 // collect adds replies to t until done(t) holds, every node has an outcome,
-// or ctx ends; it returns ctx's error in the last case. At the node timeout
-// (hard) it gives up on the silent nodes as NodeTimedOut. If soon is not nil
-// it is asked after every reply for an earlier time to stop waiting, after
-// which the silent nodes stay NodeNoReply.
-//
-// The node timeout is enforced here and not left to go-redis, which by
-// default ignores context deadlines (ContextTimeoutEnabled is off) and waits
-// out its own ReadTimeout of several seconds on a paused node.
+// or ctx ends; it returns ctx's error in the last case. hard is the round's
+// start plus the node timeout. Once a majority of the nodes has answered
+// (a hung node's skip or a timeout is no answer), it gives up on the silent
+// ones as NodeTimedOut at the later of hard and the last reply plus the
+// longer of the node timeout and the slowest reply of the round. Until a
+// majority has answered it waits up to the round's patience
+// (config.patience), and never longer. So a silent minority is cut off at
+// about the node timeout while the others answer, but a round in which most
+// nodes are late (a saturated client machine, a dial burst) is given more
+// time rather than failed at once; the validity check still refuses a lock
+// that took too long. If soon is not nil it is asked after every reply for
+// an earlier time to stop waiting, after which the silent nodes stay
+// NodeNoReply.
 func (c *Client) collect(ctx context.Context, replies <-chan reply, t *tally, done func(*tally) bool,
 	hard time.Time, soon func(*tally) (time.Time, bool)) error {
 	if t.replied == t.n || done(t) {
 		return nil
 	}
-	at := hard
+	// hard is the round's start plus the node timeout; the silent nodes are
+	// given up on only when the others are not silent too (see giveUpAt).
+	last := hard.Add(c.cfg.patience() - c.cfg.nodeTimeout)
+	giveUpAt := func() time.Time {
+		if t.answered < t.majority {
+			return last
+		}
+		g := hard
+		if end := t.lastReply.Add(max(c.cfg.nodeTimeout, t.slowest)); end.After(g) {
+			g = end
+		}
+		if g.After(last) {
+			return last
+		}
+		return g
+	}
+	at := giveUpAt()
+	early := false // at is soon's, before the give-up time
 	timer := time.NewTimer(time.Until(at))
 	defer timer.Stop()
 	for t.replied < t.n && !done(t) {
 		select {
 		case r := <-replies:
 			t.add(r)
-			if soon == nil {
-				continue
+			next, ok := time.Time{}, false
+			if soon != nil {
+				next, ok = soon(t)
 			}
-			if next, ok := soon(t); ok && next.Before(at) {
-				at = next
-				timer.Reset(time.Until(at))
+			// soon only ever brings the end forward; the give-up time
+			// only moves later once a reply has come.
+			if g := giveUpAt(); ok && next.Before(g) && (!early || next.Before(at)) {
+				at, early = next, true
+			} else if !early {
+				at = g
 			}
+			timer.Reset(time.Until(at))
 		case <-timer.C:
-			if at.Before(hard) {
+			if early {
 				t.stopWaiting()
 			} else {
 				t.timeOut(c.cfg.nodeTimeout)

@@ -383,15 +383,18 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 	}
 }
 
-// splitVote reports an attempt lost although some nodes granted it: the
-// lock was free, and attempts of other waiters split the votes.
+// splitVote reports an attempt lost although some nodes granted it while
+// others refused it: the lock was free, and attempts of other waiters split
+// the votes. An attempt lost to nodes that did not answer is not one: the
+// nodes or the machine are overloaded, and retrying at once would only add
+// to the load, so it waits the configured retry delay.
 func splitVote(nodes []NodeResult) bool {
+	granted, refused := false, false
 	for _, n := range nodes {
-		if n.Outcome == NodeGranted {
-			return true
-		}
+		granted = granted || n.Outcome == NodeGranted
+		refused = refused || n.Outcome == NodeRefused
 	}
-	return false
+	return granted && refused
 }
 
 // leaveQueue takes a waiter that gave up out of the lock's queue on every

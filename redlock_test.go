@@ -243,8 +243,11 @@ func TestLockFailsFastAsUnavailableWithMajorityPaused(t *testing.T) {
 	if !errors.Is(err, redlock.ErrUnavailable) || errors.Is(err, redlock.ErrLocked) {
 		t.Fatalf("TryLock with 3 of 5 paused: %v, want ErrUnavailable", err)
 	}
-	if took > 3*nodeTimeout {
-		t.Errorf("TryLock took %v, want about one node timeout (%v)", took, nodeTimeout)
+	// Fewer than a majority answer, which a saturated client machine looks
+	// like too: the attempt waits up to its patience, ten node timeouts
+	// (issue 13), and no longer.
+	if took > 13*nodeTimeout {
+		t.Errorf("TryLock took %v, want at most about ten node timeouts (%v)", took, nodeTimeout)
 	}
 	qe := quorumError(t, err)
 	got := countOutcomes(qe.Nodes)
