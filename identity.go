@@ -66,9 +66,6 @@ func (s *nodeState) intact() bool {
 	return s.id >= 0 && (s.replid == "" || s.replid == s.curReplid)
 }
 
-// blank: the node holds nothing of an identity.
-func (s *nodeState) blank() bool { return s.uuid == "" && s.roster == "" && s.id < 0 }
-
 func parseNodeState(v []any) (*nodeState, error) {
 	if len(v) != 13 {
 		return nil, fmt.Errorf("redlock: unexpected node state %v", v)
