@@ -24,6 +24,13 @@ var (
 
 	swapUUIDLua = newScript(swapUUIDScript)
 	repairLua   = newScript(repairScript)
+
+	// markOutLua stamps when a node was first found not intact, as every
+	// fenced script does through the identity prelude, and only if it still
+	// is not (an intact node must never carry a stamp).
+	markOutLua = newScript(`local IDKEY, REPLIDKEY, LOSTKEY = KEYS[1], KEYS[2], KEYS[3]
+` + identityPrelude + `if nodeID() then return 1 end
+return 0`)
 )
 
 // RepairTooSoonError is returned by Repair while the node has not been out
@@ -122,6 +129,15 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 		top = max(top, s.counter)
 	}
 	if wait := c.restartDelay(target, longest); wait > 0 && !rc.now {
+		if target.lostAt == 0 {
+			// No fenced call has reached the node since it went out (a quiet
+			// deployment): stamp it now, or its delay would never run down.
+			// Counting from now only lengthens the wait.
+			k := &c.keys
+			if err := markOutLua.Run(ctx, c.nodes[i], []string{k.id, k.replid, k.lost}).Err(); err != nil {
+				return fmt.Errorf("redlock: repair node %d: %w", i, err)
+			}
+		}
 		return &RepairTooSoonError{Node: i, Wait: wait}
 	}
 	u, err := c.takeUUID(ctx, i, states, members)
