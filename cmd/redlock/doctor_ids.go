@@ -119,8 +119,8 @@ func judgeNodeIDs(facts []nodeFacts, readErr error, add func(int, string, status
 			"always, not emptied or promoted), every token returned so far is below %d (the highest counter %d, plus one, "+
 			"times 256)", len(out), n, strings.Join(out, ", "), (top+1)*256, top)
 	case len(out) > 0:
-		add(-1, "node ids", statusWarn, "%d of %d nodes are intact, a majority: fenced locks work; nodes %s are out "+
-			"until repaired (restart no other node before they are back)", intact, n, strings.Join(out, ", "))
+		add(-1, "node ids", statusWarn, "%d of %d nodes are intact, a majority: fenced locks work. Out until repaired: "+
+			"node %s (restart no other node before it is back)", intact, n, strings.Join(out, ", node "))
 	default:
 		add(-1, "node ids", statusOK, "%d nodes carry distinct fencing ids and are intact", intact)
 	}

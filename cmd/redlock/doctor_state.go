@@ -121,7 +121,7 @@ func judgeMemory(i int, f nodeFacts, add func(int, string, status, string, ...an
 		add(i, "memory", statusFail, "at maxmemory: %s used of %s, and policy %s evicts keys, held locks included",
 			bytesOf(used), bytesOf(m.Max), m.Policy)
 	case float64(used) >= memoryWarn*float64(m.Max):
-		add(i, "memory", statusWarn, "%s used of maxmemory %s (%.0f%%): little headroom; when full, the node refuses "+
+		add(i, "memory", statusWarn, "%s used of maxmemory %s (%.1f%%): little headroom; when full, the node refuses "+
 			"writes and grants no lock", bytesOf(used), bytesOf(m.Max), 100*float64(used)/float64(m.Max))
 	default:
 		add(i, "memory", statusOK, "%s used of maxmemory %s (%.0f%%)", bytesOf(used), bytesOf(m.Max),
