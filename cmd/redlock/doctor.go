@@ -44,6 +44,7 @@ type nodeFacts struct {
 	Addr           string            `json:"addr"`
 	Reachable      bool              `json:"reachable"`
 	Error          string            `json:"error,omitempty"`
+	Server         string            `json:"server,omitempty"` // redis or valkey
 	Version        string            `json:"version,omitempty"`
 	RunID          string            `json:"run_id,omitempty"`
 	Role           string            `json:"role,omitempty"`
@@ -53,8 +54,12 @@ type nodeFacts struct {
 	Config         map[string]string `json:"config,omitempty"` // appendonly, appendfsync, maxmemory, maxmemory-policy
 	RTTMedian      time.Duration     `json:"rtt_median_ns"`
 	RTTMax         time.Duration     `json:"rtt_max_ns"`
-	ClockOffset    time.Duration     `json:"clock_offset_ns"` // node's TIME minus this host's, at the round trip's midpoint
-	NodeID         *int              `json:"node_id,omitempty"`
+	ClockOffset    time.Duration     `json:"clock_offset_ns"`   // node's TIME minus this host's, at the round trip's midpoint
+	NodeID         *int              `json:"node_id,omitempty"` // the library's: -1 when not intact
+	ReplID         string            `json:"replid,omitempty"`  // the replication id it serves under
+	NodeTime       time.Time         `json:"node_time"`
+	Memory         memoryFacts       `json:"memory"`
+	Fencing        *fencingFacts     `json:"fencing_state,omitempty"`
 }
 
 type doctorReport struct {
@@ -78,7 +83,7 @@ const (
 
 // runDoctor is the preflight check of a deployment:
 //
-//	redlock doctor --nodes redis://h1:6379,... [--node-timeout 50ms] [--fencing=true] [--json]
+//	redlock doctor --nodes redis://h1:6379,... [--node-timeout 50ms] [--fencing=true] [--scan-time 2s] [--json]
 func runDoctor(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	nodesFlag := fs.String("nodes", os.Getenv("REDLOCK_NODES"), "comma-separated redis:// or rediss:// URLs (or REDLOCK_NODES)")
@@ -86,9 +91,11 @@ func runDoctor(ctx context.Context, args []string, out io.Writer) error {
 	fencing := fs.Bool("fencing", true, "the clients use fencing tokens (check persistence and node ids)")
 	prefix := fs.String("key-prefix", "redlock", "the clients' key prefix (where the node-id markers live)")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each node")
+	scanTime := fs.Duration("scan-time", 2*time.Second, "how long to count each node's fenced keys (SCAN); "+
+		"past it the count is a lower bound")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+		return usageError(err)
 	}
 	clients, err := dialNodes(*nodesFlag)
 	if err != nil {
@@ -96,7 +103,7 @@ func runDoctor(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer closeAll(clients)
 
-	rep := diagnose(ctx, clients, *nodeTimeout, *fencing, *prefix, *timeout)
+	rep := diagnose(ctx, clients, doctorConfig{*nodeTimeout, *fencing, *prefix, *timeout, *scanTime})
 	if *asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -118,25 +125,50 @@ func closeAll(clients []redis.UniversalClient) {
 	}
 }
 
+// doctorConfig is what the checks depend on: the clients' settings, and
+// how long doctor may wait.
+type doctorConfig struct {
+	nodeTimeout time.Duration
+	fencing     bool
+	prefix      string
+	timeout     time.Duration // per node
+	scanTime    time.Duration // per node, counting fenced keys
+}
+
 // diagnose gathers facts from every node at once, then judges them.
-func diagnose(ctx context.Context, clients []redis.UniversalClient, nodeTimeout time.Duration, fencing bool,
-	prefix string, timeout time.Duration) *doctorReport {
+func diagnose(ctx context.Context, clients []redis.UniversalClient, cfg doctorConfig) *doctorReport {
 	facts := make([]nodeFacts, len(clients))
 	var g errgroup.Group
 	for i, c := range clients {
 		g.Go(func() error {
-			cctx, cancel := context.WithTimeout(ctx, timeout)
+			cctx, cancel := context.WithTimeout(ctx, cfg.timeout+cfg.scanTime)
 			defer cancel()
 			facts[i] = inspectNode(cctx, i, c)
+			if cfg.fencing && facts[i].Reachable && facts[i].Error == "" {
+				facts[i].Fencing = readFencing(cctx, c, cfg.prefix, cfg.scanTime)
+			}
 			return nil
 		})
 	}
 	_ = g.Wait()
-	rep := &doctorReport{Nodes: facts, Fencing: fencing, NodeTimeout: nodeTimeout.String()}
-	if fencing {
-		readNodeIDs(ctx, clients, facts, prefix, timeout)
+	rep := &doctorReport{Nodes: facts, Fencing: cfg.fencing, NodeTimeout: cfg.nodeTimeout.String()}
+	var idErr error
+	if cfg.fencing {
+		idErr = readNodeIDs(ctx, clients, facts, cfg.prefix, cfg.timeout)
 	}
-	judge(rep, nodeTimeout, fencing)
+	judge(rep, cfg, idErr)
+	// Each node's findings together, in node order, then the deployment's.
+	slices.SortStableFunc(rep.Findings, func(a, b finding) int {
+		switch {
+		case a.Node == nil && b.Node == nil:
+			return 0
+		case a.Node == nil:
+			return 1
+		case b.Node == nil:
+			return -1
+		}
+		return *a.Node - *b.Node
+	})
 	rep.Verdict = statusOK
 	for _, f := range rep.Findings {
 		switch f.Status {
@@ -179,15 +211,21 @@ func inspectNode(ctx context.Context, i int, c redis.UniversalClient) nodeFacts 
 	if t, err := c.Time(ctx).Result(); err == nil {
 		rtt := time.Since(sent)
 		f.ClockOffset = t.Sub(sent.Add(rtt / 2))
+		f.NodeTime = t
 	}
 
-	info, err := c.Info(ctx, "server", "replication", "cluster").Result()
+	info, err := c.Info(ctx, "server", "replication", "cluster", "memory").Result()
 	if err != nil {
 		f.Error = "INFO: " + err.Error()
 		return f
 	}
 	kv := parseInfo(info)
-	f.Version, f.RunID, f.Role = kv["redis_version"], kv["run_id"], kv["role"]
+	f.Server, f.Version = serverVersion(kv)
+	f.RunID, f.Role = kv["run_id"], kv["role"]
+	f.ReplID = kv["master_replid"]
+	num := func(k string) int64 { n, _ := strconv.ParseInt(kv[k], 10, 64); return n }
+	f.Memory = memoryFacts{Used: num("used_memory"), NotCounted: num("mem_not_counted_for_evict"),
+		Max: num("maxmemory"), Policy: kv["maxmemory_policy"]}
 	f.ClusterEnabled = kv["cluster_enabled"] == "1"
 	if f.Role == "slave" {
 		f.Role = "replica"
@@ -216,33 +254,13 @@ func inspectNode(ctx context.Context, i int, c redis.UniversalClient) nodeFacts 
 	return f
 }
 
-// readNodeIDs reads the fencing node-id markers of the reachable nodes.
-func readNodeIDs(ctx context.Context, clients []redis.UniversalClient, facts []nodeFacts, prefix string, timeout time.Duration) {
-	var reachable []redis.UniversalClient
-	var idx []int
-	for i, f := range facts {
-		if f.Reachable {
-			reachable = append(reachable, clients[i])
-			idx = append(idx, i)
-		}
+// serverVersion tells Valkey from Redis: every Valkey reports
+// redis_version 7.2.4, for compatibility, and its own in valkey_version.
+func serverVersion(info map[string]string) (server, version string) {
+	if v := info["valkey_version"]; v != "" {
+		return "valkey", v
 	}
-	if len(reachable) == 0 {
-		return
-	}
-	c, err := redlock.New(reachable, redlock.WithKeyPrefix(prefix), redlock.WithoutFencing(),
-		redlock.WithNodeTimeout(timeout), redlock.WithTTL(3*timeout))
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	ids, err := c.NodeIDs(ctx)
-	if err != nil {
-		return
-	}
-	for k, i := range idx {
-		id := ids[k]
-		facts[i].NodeID = &id
-	}
+	return "redis", info["redis_version"]
 }
 
 func parseInfo(s string) map[string]string {
@@ -260,7 +278,8 @@ func parseInfo(s string) map[string]string {
 }
 
 // judge turns the facts into findings.
-func judge(rep *doctorReport, nodeTimeout time.Duration, fencing bool) {
+func judge(rep *doctorReport, cfg doctorConfig, idErr error) {
+	nodeTimeout, fencing := cfg.nodeTimeout, cfg.fencing
 	add := func(node int, check string, s status, format string, args ...any) {
 		f := finding{Check: check, Status: s, Detail: fmt.Sprintf(format, args...)}
 		if node >= 0 {
@@ -278,7 +297,7 @@ func judge(rep *doctorReport, nodeTimeout time.Duration, fencing bool) {
 			continue
 		}
 		up++
-		add(i, "reachable", statusOK, "redis %s, run_id %.8s", f.Version, f.RunID)
+		add(i, "reachable", statusOK, "%s %s, run_id %.8s", f.Server, f.Version, f.RunID)
 
 		// Independence.
 		if j, dup := byRunID[f.RunID]; dup && f.RunID != "" {
@@ -301,10 +320,10 @@ func judge(rep *doctorReport, nodeTimeout time.Duration, fencing bool) {
 		}
 
 		// Version and cluster mode.
-		if major, _ := strconv.Atoi(strings.SplitN(f.Version, ".", 2)[0]); major < 6 {
+		if major, _ := strconv.Atoi(strings.SplitN(f.Version, ".", 2)[0]); f.Server == "redis" && major < 6 {
 			add(i, "version", statusWarn, "redis %s: tested with 6.2 and later", f.Version)
 		} else {
-			add(i, "version", statusOK, "redis %s", f.Version)
+			add(i, "version", statusOK, "%s %s", f.Server, f.Version)
 		}
 		switch {
 		case f.ClusterEnabled && fencing:
@@ -318,6 +337,10 @@ func judge(rep *doctorReport, nodeTimeout time.Duration, fencing bool) {
 		}
 
 		judgePersistence(i, f, fencing, add)
+		judgeMemory(i, f, add)
+		if fencing {
+			judgeFencedKeys(i, f, cfg.scanTime, add)
+		}
 
 		// Round trip against the node timeout.
 		switch {
@@ -351,7 +374,7 @@ func judge(rep *doctorReport, nodeTimeout time.Duration, fencing bool) {
 	}
 	judgeClocks(facts, add)
 	if fencing {
-		judgeNodeIDs(facts, add)
+		judgeNodeIDs(facts, idErr, add)
 	}
 }
 
@@ -439,41 +462,6 @@ func judgeClocks(facts []nodeFacts, add func(int, string, status, string, ...any
 	}
 	add(-1, "clock skew", statusOK, "node clocks within %v of each other (TIME, corrected by half the round trip)",
 		spread.Round(time.Microsecond))
-}
-
-func judgeNodeIDs(facts []nodeFacts, add func(int, string, status, string, ...any)) {
-	known, missing := 0, []string{}
-	seen := map[int]int{}
-	for i, f := range facts {
-		if f.NodeID == nil {
-			continue
-		}
-		if *f.NodeID < 0 {
-			missing = append(missing, strconv.Itoa(i))
-			continue
-		}
-		known++
-		if j, dup := seen[*f.NodeID]; dup {
-			add(i, "node id", statusFail, "fencing node id %d is also node %d's: tokens are not unique "+
-				"(a node restored from another's data?); repair it", *f.NodeID, j)
-			continue
-		}
-		seen[*f.NodeID] = i
-		add(i, "node id", statusOK, "fencing node id %d", *f.NodeID)
-	}
-	switch {
-	case known == 0 && len(missing) > 0:
-		add(-1, "node ids", statusWarn, "no node has a fencing id yet: a fresh deployment; the first fenced lock "+
-			"provisions them (or run `redlock provision`)")
-	case len(missing) > 0:
-		for _, m := range missing {
-			i, _ := strconv.Atoi(m)
-			add(i, "node id", statusFail, "no fencing id marker while other nodes have one: this node lost its data "+
-				"(amnesiac) and is left out of quorums; run `redlock repair --node %d`", i)
-		}
-	case known > 0:
-		add(-1, "node ids", statusOK, "%d nodes carry distinct fencing ids", known)
-	}
 }
 
 func writeDoctor(out io.Writer, rep *doctorReport) {

@@ -27,25 +27,41 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// runExec holds a lock while a command runs, like `etcdctl lock` and
-// `consul lock`:
+const execUsage = `usage: redlock exec [flags] NAME -- CMD [ARGS...]
+
+Holds the lock NAME while CMD runs, like etcdctl lock and consul lock. CMD gets REDLOCK_NAME and
+REDLOCK_TOKEN (its fencing token). The lock is extended every TTL/3; if it is lost, CMD gets SIGTERM
+(at the latest when the validity ends), then SIGKILL after --grace.
+
+Exit codes:
+  CMD's own  CMD ran under the lock (128+N if a signal N ended it)
+  73         the lock is held elsewhere: this host skipped the run (not an error for cron)
+  69         no lock could be taken: too few nodes answered, or the deployment is not provisioned
+             (run "redlock provision"); alert on it, no host runs the job
+  75         the lock was lost while CMD ran; CMD may have overlapped another holder
+  127        CMD could not be started
+  2          bad flags, nodes or lock name
+
+Flags:
+`
+
+// runExec holds a lock while a command runs (execUsage):
 //
 //	redlock exec --nodes redis://h1:6379,redis://h2:6379,... --ttl 10s NAME -- CMD ARGS...
 //
-// The child gets REDLOCK_NAME and REDLOCK_TOKEN. The lock is extended while
-// it runs; if it is lost, the child gets SIGTERM (at the latest when the
-// validity ends), then SIGKILL after the grace period, and exec exits with
-// 75. If the lock cannot be acquired it
-// exits with 73; otherwise the child's exit code is passed through.
+// Exit codes: 73 held elsewhere, 69 no quorum or not provisioned, 75 lock
+// lost while the command ran, 127 command not started, 2 bad input;
+// otherwise the child's.
 func runExec(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), execUsage); fs.PrintDefaults() }
 	nodesFlag := fs.String("nodes", os.Getenv("REDLOCK_NODES"), "comma-separated redis:// or rediss:// URLs (or REDLOCK_NODES)")
 	ttl := fs.Duration("ttl", 10*time.Second, "lock TTL; the lock is extended every TTL/3")
 	wait := fs.Duration("wait", 0, "how long to wait for the lock (0: fail at once if held)")
 	grace := fs.Duration("grace", 10*time.Second, "after SIGTERM on lock loss, how long before SIGKILL")
 	nodeTimeout := fs.Duration("node-timeout", redlock.DefaultNodeTimeout, "per-node timeout")
 	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+		return usageError(err)
 	}
 	rest := fs.Args()
 	if len(rest) < 2 || (rest[1] == "--" && len(rest) < 3) {
@@ -84,7 +100,7 @@ func runExec(ctx context.Context, args []string, stderr io.Writer) error {
 		l, err = c.TryLock(lockCtx, name)
 	}
 	if err != nil {
-		return &exitError{73, fmt.Errorf("could not acquire %q: %w", name, err)}
+		return acquireError(name, err)
 	}
 	return holdWhileRunning(ctx, c, l, cmdArgs, *ttl, *grace)
 }
@@ -155,6 +171,23 @@ func holdWhileRunning(ctx context.Context, c *redlock.Client, l *redlock.Lock, a
 			}
 		}
 	}
+}
+
+// acquireError gives a failed acquisition its exit code: 73 only when
+// another holder has the lock, so that cron wrappers can ignore it; an
+// outage (69) must not pass for a skipped run.
+func acquireError(name string, err error) error {
+	switch {
+	case errors.Is(err, redlock.ErrLocked), errors.Is(err, redlock.ErrSuperseded):
+		return &exitError{73, fmt.Errorf("%q is held elsewhere: %w", name, err)}
+	case errors.Is(err, redlock.ErrNotProvisioned):
+		return &exitError{69, fmt.Errorf("could not acquire %q: the deployment is not provisioned: run "+
+			"`redlock provision` once while every node is up (if it was in use, a majority of the nodes lost "+
+			"their data: docs/operations.md, \"A majority lost\"): %w", name, err)}
+	case errors.Is(err, redlock.ErrEmptyName), errors.Is(err, redlock.ErrNameTooLong), errors.Is(err, redlock.ErrBadName):
+		return &exitError{2, err}
+	}
+	return &exitError{69, fmt.Errorf("could not acquire %q, the nodes are unavailable (no host can take the lock): %w", name, err)}
 }
 
 func childExit(err error) error {

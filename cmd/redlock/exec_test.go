@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -19,7 +20,20 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// startNodes starts three nodes and provisions them, as a deployment does
+// once.
 func startNodes(t *testing.T) (node.Group, string) {
+	t.Helper()
+	g, urls := startFreshNodes(t)
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"provision", "--nodes", urls}, &out); err != nil {
+		t.Fatalf("provision: %v\n%s", err, out.String())
+	}
+	return g, urls
+}
+
+// startFreshNodes starts three nodes nobody has provisioned.
+func startFreshNodes(t *testing.T) (node.Group, string) {
 	t.Helper()
 	g, err := node.StartProcesses(context.Background(), 3, node.Config{})
 	if err != nil {

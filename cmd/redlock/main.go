@@ -2,8 +2,8 @@
 //
 //	redlock exec --nodes URLS [--ttl 10s] NAME -- CMD ARGS...   hold a lock while a command runs
 //	redlock doctor --nodes URLS [--json]                         preflight check of the nodes
-//	redlock provision --nodes URLS                               give the nodes their fencing ids
-//	redlock repair --nodes URLS --node I                         bring back a node that lost its data
+//	redlock provision --nodes URLS [--reprovision-above T]       give the nodes their fencing identity
+//	redlock repair --nodes URLS --node I [--wait | --now]        bring back a node whose fencing state is not intact
 //	redlock chaos [--scenario all] [--duration 4s] [--json]      fault scenarios, checked
 //	redlock nodes up [-n 5] [--json]                             local nodes for development
 //
@@ -38,14 +38,21 @@ const usage = `usage:
   redlock exec [flags] NAME -- CMD [ARGS...]
                              hold a lock while a command runs (cron jobs on exactly one host)
   redlock doctor [flags]     check a deployment's nodes: independence, persistence, eviction,
-                             version, round trip, clock skew, fencing ids (exit 1 on failure)
-  redlock provision [flags]  give every node its fencing id
-  redlock repair --node I    bring back a node that lost its data (amnesiac)
+                             version, round trip, clock skew, fencing state, fenced keys and
+                             memory headroom (exit 1 on failure)
+  redlock provision [flags]  give every node its fencing identity (once, at deploy time);
+                             --reprovision-above T after a majority lost its data
+  redlock repair --node I    bring back a node that lost its data or was restarted or promoted;
+                             it waits out the delayed restart (--wait, or --now)
   redlock chaos [flags]      run fault scenarios against local nodes and check the history
   redlock nodes up [flags]   start local redis-server nodes and print their addresses
 
 Nodes: --nodes redis://[:PASSWORD@]HOST:PORT,rediss://... or REDLOCK_NODES; REDLOCK_PASSWORD
-for URLs without a password. Run "redlock COMMAND -h" for the flags.
+for URLs without a password. Run "redlock COMMAND -h" for the flags and exit codes.
+
+Exit codes: 0 success; 1 failure (doctor: a check failed); 2 bad flags or nodes. exec adds 73
+(held elsewhere), 69 (no quorum, or not provisioned), 75 (lock lost), 127, and the command's own;
+repair adds 75 (too soon: wait out the delayed restart) and 69 (no intact majority).
 `
 
 func main() {
@@ -54,13 +61,23 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "redlock:", err)
+		// The library's errors carry their own "redlock: " prefix.
+		fmt.Fprintln(os.Stderr, "redlock:", strings.TrimPrefix(err.Error(), "redlock: "))
 		var ee *exitError
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}
 		os.Exit(1)
 	}
+}
+
+// usageError is the outcome of a flag parse error: -h is a success (flag
+// printed the usage), anything else is bad input.
+func usageError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return &exitError{2, err}
 }
 
 type quiet struct{}
@@ -81,9 +98,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return runChaos(ctx, args[1:], out)
 	case len(args) >= 2 && args[0] == "nodes" && args[1] == "up":
 		return nodesUp(ctx, args[2:], out)
+	case len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
+		fmt.Fprint(out, usage)
+		return nil
 	}
 	fmt.Fprint(os.Stderr, usage)
-	return errors.New("unknown command")
+	return &exitError{2, errors.New("unknown command")}
 }
 
 func runChaos(ctx context.Context, args []string, out io.Writer) error {

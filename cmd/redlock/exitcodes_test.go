@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+)
+
+// exec on a deployment nobody provisioned used to exit 73, the code for
+// "held elsewhere, skip quietly": every cron run was skipped without an
+// alert. It exits 69 and says to run `redlock provision`.
+func TestExecOnAnUnprovisionedDeploymentExits69(t *testing.T) {
+	_, urls := startFreshNodes(t)
+	err := run(context.Background(), []string{"exec", "--nodes", urls, "--ttl", "1s", "job", "--", "true"}, nil)
+	if code := exitCode(err); code != 69 || !strings.Contains(err.Error(), "redlock provision") {
+		t.Fatalf("exit %d (%v), want 69 telling to run redlock provision", code, err)
+	}
+}
+
+// With no node reachable, exec used to exit 73 as well (issue 14).
+func TestExecWithoutQuorumExits69(t *testing.T) {
+	var urls []string
+	for range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, "redis://"+l.Addr().String())
+		l.Close()
+	}
+	for _, wait := range []string{"0", "300ms"} {
+		err := run(context.Background(), []string{"exec", "--nodes", strings.Join(urls, ","), "--ttl", "1s",
+			"--wait", wait, "job", "--", "true"}, nil)
+		if code := exitCode(err); code != 69 {
+			t.Errorf("--wait %s: exit %d (%v), want 69 (no quorum)", wait, code, err)
+		}
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"help"}, {"exec", "-h"}, {"repair", "-h"}, {"provision", "-h"}} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, &out); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	if err := run(context.Background(), []string{"bogus"}, &bytes.Buffer{}); exitCode(err) != 2 {
+		t.Errorf("unknown command: %v, want exit 2", err)
+	}
+}
