@@ -21,7 +21,7 @@ local function nodeID()
     local want = redis.call('GET', REPLIDKEY)
     if not want then
       -- Provisioned before replication ids were recorded: trust on first use.
-      redis.call('SET', REPLIDKEY, replid)
+      redis.pcall('SET', REPLIDKEY, replid)
       return tonumber(id)
     end
     if want == replid then return tonumber(id) end
@@ -31,7 +31,8 @@ local function nodeID()
   -- not date this one.
   local stamp = redis.call('GET', LOSTKEY)
   if not stamp or string.sub(stamp, -string.len(replid) - 1) ~= ':' .. replid then
-    redis.call('SET', LOSTKEY, nowMs() .. ':' .. replid)
+    -- pcall: a read-only replica (doctor reads one) cannot be stamped.
+    redis.pcall('SET', LOSTKEY, nowMs() .. ':' .. replid)
   end
   return nil
 end
