@@ -154,10 +154,12 @@ func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
 }
 
 // tryLock makes one attempt. waiter identifies a waiting Lock call in the
-// lock's queue, and since (Unix ms) its place; TryLock passes "".
-func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64, mayProvision bool) (*Lock, error) {
+// lock's queue, and waited is how long it has waited so far (queueLua);
+// TryLock passes "".
+func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.Duration, mayProvision bool) (*Lock, error) {
 	l := c.newLock(name)
-	l.waiter, l.since = waiter, since
+	l.waiter = waiter
+	waitedMs := waited.Milliseconds()
 	start := c.cfg.clock.Now()
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
 	op := l.acquireOp
@@ -165,9 +167,9 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64, 
 		op = l.fencedAcquireOp
 		k := l.keyArgs
 		keys := []any{k[0], k[1], counterKey(l.key), highKey(l.key), c.args.nodeIDKey, k[2], k[3], k[4]}
-		l.acquire = newScriptCall(fencedAcquireLua, keys, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, since)
+		l.acquire = newScriptCall(fencedAcquireLua, keys, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedMs)
 	} else {
-		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, since)
+		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedMs)
 	}
 	replies, err := c.fanOut(ctx, nil, nil, op, l.afterAcquire)
 	if err != nil {
@@ -198,7 +200,7 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64, 
 	// Every node that answered lacks a fencing identity: most likely a fresh
 	// deployment. Provision it and try once more.
 	if mayProvision && t.counts[NodeAmnesiac] > 0 && t.granted()+t.counts[NodeRefused] == 0 && c.provisionFresh(ctx) {
-		return c.tryLock(ctx, name, waiter, since, false)
+		return c.tryLock(ctx, name, waiter, waited, false)
 	}
 	return nil, qe
 }
@@ -262,9 +264,9 @@ func classifyAcquire(t *tally) error {
 // and a promise nobody takes expires. TryLock does not queue, and is
 // refused while the lock is promised to a waiter.
 func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
-	started := time.Now()
+	started := c.cfg.clock.Now()
 	key := c.lockKey(name)
-	waiter, since := c.id+"/"+strconv.FormatUint(c.waiters.Add(1), 10), time.Now().UnixMilli()
+	waiter := c.id + "/" + strconv.FormatUint(c.waiters.Add(1), 10)
 	if name == "" {
 		return nil, ErrEmptyName
 	}
@@ -287,7 +289,7 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 		if err := ctx.Err(); err != nil {
 			return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 		}
-		l, err := c.tryLock(ctx, name, waiter, since, true)
+		l, err := c.tryLock(ctx, name, waiter, c.cfg.clock.Now().Sub(started), true)
 		queued = true
 		var qe *QuorumError
 		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || errors.Is(err, ErrWrongType) {
@@ -343,7 +345,7 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 			// Nobody was promised the lock: everyone may try. Those that
 			// have waited longer try first.
 			woken, backoff = true, 1
-			if !sleepCtx(ctx, wakeDelay(time.Since(started))) {
+			if !sleepCtx(ctx, wakeDelay(c.cfg.clock.Now().Sub(started))) {
 				qe.Cause = ctx.Err()
 				return nil, qe
 			}
@@ -483,7 +485,6 @@ type Lock struct {
 	results []NodeResult
 	token   uint64
 	waiter  string // the Lock call's id in the lock's queue, or ""
-	since   int64  // when that Lock call started, in Unix ms: its place in the queue
 
 	keyArgs  []any       // key, marker and the queue's keys, boxed for the scripts
 	valueArg any         // value, boxed
