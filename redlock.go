@@ -46,7 +46,7 @@ type Client struct {
 	args scriptArgs
 
 	testHookBeforeCommit    func() // tests only: runs between round 1 and round 2
-	testHookBeforeSubscribe func() // tests only: runs before each node's SUBSCRIBE
+	testHookBeforeSubscribe func() // tests only: runs before each SUBSCRIBE a node's subscriber sends
 }
 
 // scriptArgs are the script arguments that depend only on the
