@@ -35,5 +35,6 @@
 // background until the go-redis ReadTimeout; enable it to free them sooner.
 // A node whose calls have gone unanswered past the node timeout is not sent
 // more until it answers (ErrNodeHung), so a hung node costs a client a few
-// stuck calls, not one per lock.
+// stuck calls, not one per lock. Client.Close waits for such calls for a
+// bounded time only, then abandons them.
 package redlock

@@ -79,3 +79,17 @@ func ScriptName(args []any) string {
 	}
 	return ""
 }
+
+// WaitAbandoned closes c and waits up to d for every goroutine of c to end,
+// those that Close stopped waiting for included.
+func WaitAbandoned(c *Client, d time.Duration) bool {
+	c.Close()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.stopped:
+		return true
+	case <-t.C:
+		return false
+	}
+}

@@ -231,24 +231,29 @@ func (n *notifier) listen(channel string) {
 	}
 }
 
-// close stops the subscribers, closes their connections and waits for
-// their goroutines.
+// close stops the subscribers and closes their connections. It does not
+// wait: a connection stuck on a node that does not answer would hold it.
+// n.wg counts what is still running.
 func (n *notifier) close() {
 	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
 	n.closed = true
 	for _, sub := range n.locks {
 		if sub.linger != nil {
 			sub.linger.Stop()
 		}
 	}
-	nodes := n.nodes
-	if nodes != nil {
-		close(n.stop)
+	if n.nodes == nil {
+		return
+	}
+	close(n.stop)
+	for _, s := range n.nodes {
+		// Close takes the PubSub's lock, which a SUBSCRIBE or a reconnect
+		// stuck on the node holds.
+		n.wg.Go(func() { s.ps.Close() })
 	}
 	n.nodes = nil
-	n.mu.Unlock()
-	for _, s := range nodes {
-		s.ps.Close()
-	}
-	n.wg.Wait()
 }

@@ -29,7 +29,11 @@ type Client struct {
 	mu      sync.Mutex
 	closed  bool
 	closing chan struct{}  // closed by Close: background retries stop
-	bg      sync.WaitGroup // every goroutine the client starts
+	bg      sync.WaitGroup // every goroutine the client starts for node calls
+	// stopped is closed once Close has run and every goroutine of the
+	// client has ended (bg and the notifier's).
+	stopped   chan struct{}
+	closeOnce sync.Once
 
 	amnesiac  []atomic.Bool // per node: the amnesia warning was given
 	health    []nodeHealth  // per node: is it hung (quorum.go)
@@ -118,20 +122,52 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Close stops the client's background work and waits for it to end. Calls
-// already sent finish within the node timeout; releases still being retried
-// against unreachable nodes are abandoned, and those keys expire by their
-// TTL. Close does not unlock held locks: Unlock them first.
+// Close stops the client's background work and waits for it to end, for
+// at most four node timeouts (half a second if that is longer). It always
+// returns nil.
+//
+// Calls in flight end as soon as their nodes answer. What is still running
+// when the wait ends is abandoned, not cut short: calls stuck on a node
+// that does not answer (a paused process, with go-redis clients that have no
+// read timeout and ignore deadlines) and the closing of the subscriber
+// connection to it. Their goroutines end when the node answers or the
+// connection breaks (closing the go-redis client breaks an established one),
+// and a rollback they were to run is still run then. Releases still being
+// retried against unreachable nodes stop at once, and those keys expire by
+// their TTL. Close does not unlock held locks: Unlock them first. Calling
+// Close again waits again, as long, for what the first call abandoned.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if !c.closed {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
 		c.closed = true
 		close(c.closing)
+		c.mu.Unlock()
+		c.notify.close()
+		c.stopped = make(chan struct{})
+		go func() {
+			c.bg.Wait()
+			c.notify.wg.Wait()
+			close(c.stopped)
+		}()
+	})
+	t := time.NewTimer(c.closeWait())
+	defer t.Stop()
+	select {
+	case <-c.stopped:
+	case <-t.C:
+		c.log.Warn("redlock: Close abandoned calls to nodes that do not answer; they end when the nodes answer",
+			"waited", c.closeWait())
 	}
-	c.mu.Unlock()
-	c.bg.Wait()
-	c.notify.close()
 	return nil
+}
+
+// closeWait bounds how long Close waits. An attempt in flight is decided
+// within a node timeout, and its rollbacks are one more call per node: on
+// nodes that answer within the node timeout, all of it ends well within
+// four. The floor keeps a tiny node timeout from abandoning calls to a
+// loaded but healthy node.
+func (c *Client) closeWait() time.Duration {
+	return max(4*c.cfg.nodeTimeout, 500*time.Millisecond)
 }
 
 // TryLock makes one attempt to acquire the lock called name. It sends the
