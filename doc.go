@@ -45,4 +45,6 @@
 // per lock. A silence most nodes share (an overloaded client machine, a
 // burst of new connections) is waited out instead, for up to ten node
 // timeouts: overload costs latency, not availability.
+// Client.Close waits for calls still in flight for a bounded time only,
+// then abandons them.
 package redlock

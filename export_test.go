@@ -84,3 +84,17 @@ func ScriptName(args []any) string {
 
 // Drift is c's drift allowance: TTL times the drift factor, plus 2 ms.
 func Drift(c *Client) time.Duration { return c.cfg.drift() }
+
+// WaitAbandoned closes c and waits up to d for every goroutine of c to end,
+// those that Close stopped waiting for included.
+func WaitAbandoned(c *Client, d time.Duration) bool {
+	c.Close()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.stopped:
+		return true
+	case <-t.C:
+		return false
+	}
+}

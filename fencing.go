@@ -45,7 +45,7 @@ var (
 
 	fencedAcquireScript = `local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local NEXT, QUEUE, SEEN = KEYS[10], KEYS[11], KEYS[12]
-local WAITER, STALE, SINCE = ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local WAITER, STALE, WAITED = ARGV[3], tonumber(ARGV[4]), math.max(0, tonumber(ARGV[5]) or 0)
 ` + identityPrelude + queueLua + fencedAcquireBody
 	commitScript = `local IDKEY, REPLIDKEY, LOSTKEY = KEYS[4], KEYS[5], KEYS[6]
 ` + identityPrelude + `if not nodeID() then return -1 end
@@ -82,10 +82,10 @@ func newNodeKeys(prefix string) nodeKeys {
 var errNoIdentity = fmt.Errorf("%w: the node holds no fencing identity", ErrAmnesia)
 
 // fencedAcquireCall builds round 1 for l.
-func (c *Client) fencedAcquireCall(l *Lock, waiter string, since int64) *scriptCall {
+func (c *Client) fencedAcquireCall(l *Lock, waiter string, waitedMs int64) *scriptCall {
 	k, nk := l.keyArgs, &c.keys
 	keys := []any{k[0], k[1], highKey(l.key), nk.counter, nk.id, nk.replid, nk.lost, nk.roster, nk.maxTTL, k[2], k[3], k[4]}
-	return newScriptCall(fencedAcquireLua, keys, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, since)
+	return newScriptCall(fencedAcquireLua, keys, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedMs)
 }
 
 // fencedAcquireOp is round 1 on one node.

@@ -1,13 +1,10 @@
 package redlock
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Release notifications: a waiter in Lock wakes when the lock is released
@@ -25,6 +22,12 @@ import (
 // lost one costs only the jittered retry delay, which stays in place as the
 // fallback. Rollbacks of failed attempts do not notify, or every failed
 // attempt would wake the others into another round of split votes.
+//
+// What a node is subscribed to follows what the client wants: the lock keys
+// with waiters or a lingering subscription (notifier.locks). Each node's
+// subscriber brings its connection in line with that set in its own
+// goroutine (subscriber.go), so a slow or paused node delays only its own
+// subscriptions, and no request is ever dropped.
 
 // handoffSpread bounds the age-priority delay of a woken waiter.
 const handoffSpread = 2 * time.Millisecond
@@ -61,10 +64,13 @@ const (
 type notifier struct {
 	c *Client
 
-	mu     sync.Mutex
-	nodes  []*subscriber            // one per node, started on first use
-	locks  map[string]*subscription // by lock key: the subscribed names
+	mu    sync.Mutex
+	nodes []*subscriber // one per node, started on first use
+	// locks, by lock key, holds the names whose channels the client wants
+	// subscribed: the subscriptions of its waiters, and lingering ones.
+	locks  map[string]*subscription
 	closed bool
+	stop   chan struct{} // closed by close: the subscribers stop
 	wg     sync.WaitGroup
 }
 
@@ -81,19 +87,6 @@ type subscription struct {
 type waiting struct {
 	id   string
 	wake chan wakeReason // holds at most one pending notification
-}
-
-// subscriber is one node's subscriber connection. Subscribe and unsubscribe
-// requests go through ops, in order, so that a slow or paused node never
-// blocks a waiter.
-type subscriber struct {
-	ps  *redis.PubSub
-	ops chan subOp
-}
-
-type subOp struct {
-	channels [2]string
-	sub      bool
 }
 
 // The channels of a lock key: the one every client hears, and the one on
@@ -150,7 +143,7 @@ func (n *notifier) wait(key, id string) (_ <-chan wakeReason, cancel func(), lis
 	if sub == nil {
 		sub = &subscription{}
 		n.locks[key] = sub
-		n.request(subOp{n.channels(key), true})
+		n.changed(key, true)
 	}
 	if sub.linger != nil {
 		sub.linger.Stop()
@@ -170,56 +163,10 @@ func (n *notifier) wait(key, id string) (_ <-chan wakeReason, cancel func(), lis
 			// A waiter that came as this fired keeps the subscription.
 			if len(sub.waiters) == 0 && !n.closed && n.locks[key] == sub {
 				delete(n.locks, key)
-				n.request(subOp{n.channels(key), false})
+				n.changed(key, false)
 			}
 		})
 	}, sub.listening
-}
-
-// request queues a (un)subscription on every node; n.mu is held. A node
-// whose queue is full misses it: its waiters fall back to the retry delay.
-func (n *notifier) request(op subOp) {
-	for _, s := range n.nodes {
-		select {
-		case s.ops <- op:
-		default:
-		}
-	}
-}
-
-// start opens the subscriber connections; n.mu is held.
-func (n *notifier) start() {
-	for _, node := range n.c.nodes {
-		s := &subscriber{ps: node.Subscribe(context.Background()), ops: make(chan subOp, 256)}
-		n.nodes = append(n.nodes, s)
-		msgs := s.ps.ChannelWithSubscriptions()
-		n.wg.Go(func() {
-			for m := range msgs {
-				switch m := m.(type) {
-				case *redis.Message:
-					n.deliver(m.Channel, m.Payload)
-				case *redis.Subscription:
-					if m.Kind == "subscribe" {
-						n.listen(m.Channel)
-					}
-				}
-			}
-		})
-		n.wg.Go(func() {
-			for op := range s.ops {
-				ctx, cancel := context.WithTimeout(context.Background(), n.c.cfg.nodeTimeout)
-				if op.sub {
-					if h := n.c.testHookBeforeSubscribe; h != nil {
-						h()
-					}
-					_ = s.ps.Subscribe(ctx, op.channels[:]...)
-				} else {
-					_ = s.ps.Unsubscribe(ctx, op.channels[:]...)
-				}
-				cancel()
-			}
-		})
-	}
 }
 
 // deliver wakes the waiter the lock was promised to, if it is one of this
@@ -284,23 +231,29 @@ func (n *notifier) listen(channel string) {
 	}
 }
 
-// close ends the subscriptions and waits for their goroutines.
+// close stops the subscribers and closes their connections. It does not
+// wait: a connection stuck on a node that does not answer would hold it.
+// n.wg counts what is still running.
 func (n *notifier) close() {
 	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
 	n.closed = true
 	for _, sub := range n.locks {
 		if sub.linger != nil {
 			sub.linger.Stop()
 		}
 	}
-	nodes := n.nodes
+	if n.nodes == nil {
+		return
+	}
+	close(n.stop)
+	for _, s := range n.nodes {
+		// Close takes the PubSub's lock, which a SUBSCRIBE or a reconnect
+		// stuck on the node holds.
+		n.wg.Go(func() { s.ps.Close() })
+	}
 	n.nodes = nil
-	for _, s := range nodes {
-		close(s.ops)
-	}
-	n.mu.Unlock()
-	for _, s := range nodes {
-		s.ps.Close()
-	}
-	n.wg.Wait()
 }

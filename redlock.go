@@ -29,7 +29,11 @@ type Client struct {
 	mu      sync.Mutex
 	closed  bool
 	closing chan struct{}  // closed by Close: background retries stop
-	bg      sync.WaitGroup // every goroutine the client starts
+	bg      sync.WaitGroup // every goroutine the client starts for node calls
+	// stopped is closed once Close has run and every goroutine of the
+	// client has ended (bg and the notifier's).
+	stopped   chan struct{}
+	closeOnce sync.Once
 
 	life      context.Context // ends at Close: background work stops
 	endLife   context.CancelFunc
@@ -51,7 +55,7 @@ type Client struct {
 	args scriptArgs
 
 	testHookBeforeCommit    func() // tests only: runs between round 1 and round 2
-	testHookBeforeSubscribe func() // tests only: runs before each node's SUBSCRIBE
+	testHookBeforeSubscribe func() // tests only: runs before each SUBSCRIBE a node's subscriber sends
 }
 
 // scriptArgs are the script arguments that depend only on the
@@ -137,21 +141,53 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Close stops the client's background work and waits for it to end. Calls
-// already sent finish within the node timeout; releases still being retried
-// against unreachable nodes are abandoned, and those keys expire by their
-// TTL. Close does not unlock held locks: Unlock them first.
+// Close stops the client's background work and waits for it to end, for
+// at most four node timeouts (half a second if that is longer). It always
+// returns nil.
+//
+// Calls in flight end as soon as their nodes answer. What is still running
+// when the wait ends is abandoned, not cut short: calls stuck on a node
+// that does not answer (a paused process, with go-redis clients that have no
+// read timeout and ignore deadlines) and the closing of the subscriber
+// connection to it. Their goroutines end when the node answers or the
+// connection breaks (closing the go-redis client breaks an established one),
+// and a rollback they were to run is still run then. Releases still being
+// retried against unreachable nodes stop at once, and those keys expire by
+// their TTL. Close does not unlock held locks: Unlock them first. Calling
+// Close again waits again, as long, for what the first call abandoned.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if !c.closed {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
 		c.closed = true
 		close(c.closing)
 		c.endLife()
+		c.mu.Unlock()
+		c.notify.close()
+		c.stopped = make(chan struct{})
+		go func() {
+			c.bg.Wait()
+			c.notify.wg.Wait()
+			close(c.stopped)
+		}()
+	})
+	t := time.NewTimer(c.closeWait())
+	defer t.Stop()
+	select {
+	case <-c.stopped:
+	case <-t.C:
+		c.log.Warn("redlock: Close abandoned calls to nodes that do not answer; they end when the nodes answer",
+			"waited", c.closeWait())
 	}
-	c.mu.Unlock()
-	c.bg.Wait()
-	c.notify.close()
 	return nil
+}
+
+// closeWait bounds how long Close waits. An attempt in flight is decided
+// within a node timeout, and its rollbacks are one more call per node: on
+// nodes that answer within the node timeout, all of it ends well within
+// four. The floor keeps a tiny node timeout from abandoning calls to a
+// loaded but healthy node.
+func (c *Client) closeWait() time.Duration {
+	return max(4*c.cfg.nodeTimeout, 500*time.Millisecond)
 }
 
 // TryLock makes one attempt to acquire the lock called name. It sends the
@@ -179,19 +215,21 @@ func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
 }
 
 // tryLock makes one attempt. waiter identifies a waiting Lock call in the
-// lock's queue, and since (Unix ms) its place; TryLock passes "".
-func (c *Client) tryLock(ctx context.Context, name, waiter string, since int64) (*Lock, error) {
+// lock's queue, and waited is how long it has waited so far (queueLua);
+// TryLock passes "".
+func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.Duration) (*Lock, error) {
 	l := c.newLock(name)
-	l.waiter, l.since = waiter, since
+	l.waiter = waiter
+	waitedMs := waited.Milliseconds()
 	start := c.cfg.clock.Now()
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
 	op := l.acquireOp
 	if c.cfg.fencing {
 		op = l.fencedAcquireOp
-		l.acquire = c.fencedAcquireCall(l, waiter, since)
+		l.acquire = c.fencedAcquireCall(l, waiter, waitedMs)
 		c.learnIdentities()
 	} else {
-		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, since)
+		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedMs)
 	}
 	replies, err := c.fanOut(ctx, nil, nil, op, l.afterAcquire)
 	if err != nil {
@@ -297,9 +335,9 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 	if err := validateName(name); err != nil {
 		return nil, err
 	}
-	started := time.Now()
+	started := c.cfg.clock.Now()
 	key := c.lockKey(name)
-	waiter, since := c.id+"/"+strconv.FormatUint(c.waiters.Add(1), 10), time.Now().UnixMilli()
+	waiter := c.id + "/" + strconv.FormatUint(c.waiters.Add(1), 10)
 	queued := false // an attempt reached the nodes, which put this waiter in the queue
 	defer func() {
 		if err != nil && queued {
@@ -319,7 +357,7 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 		if err := ctx.Err(); err != nil {
 			return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 		}
-		l, err := c.tryLock(ctx, name, waiter, since)
+		l, err := c.tryLock(ctx, name, waiter, c.cfg.clock.Now().Sub(started))
 		queued = true
 		var qe *QuorumError
 		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || errors.Is(err, ErrWrongType) || errors.Is(err, ErrNotProvisioned) {
@@ -375,7 +413,7 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 			// Nobody was promised the lock: everyone may try. Those that
 			// have waited longer try first.
 			woken, backoff = true, 1
-			if !sleepCtx(ctx, wakeDelay(time.Since(started))) {
+			if !sleepCtx(ctx, wakeDelay(c.cfg.clock.Now().Sub(started))) {
 				qe.Cause = ctx.Err()
 				return nil, qe
 			}
@@ -552,7 +590,6 @@ type Lock struct {
 	results []NodeResult
 	token   uint64
 	waiter  string // the Lock call's id in the lock's queue, or ""
-	since   int64  // when that Lock call started, in Unix ms: its place in the queue
 
 	keyArgs  []any       // key, marker and the queue's keys, boxed for the scripts
 	valueArg any         // value, boxed

@@ -15,9 +15,17 @@ import (
 // scripts: the fair handoff of a contended lock (docs/design.md).
 //
 // Every attempt of a waiter in Lock (WAITER, stable across its attempts)
-// puts it in the lock's queue, ordered by when it started waiting (SINCE,
-// the same on every node, so that every node puts the waiters in the same
-// order), and refreshes when it was last seen. Unlock takes the holder out,
+// puts it in the lock's queue, and refreshes when it was last seen. Its
+// place is set once, when the node first sees it: the node's own time then,
+// minus how long the waiter says it has waited already (WAITED, measured on
+// the client's monotonic clock; 0 on its first attempt). No wall clock of a
+// client is involved, so a client whose clock is off cannot jump the queue
+// (one a minute behind took the lock turn after turn while others timed
+// out); and a node that first sees a waiter late (it was hung, or lost its
+// queue) still puts it about where it started waiting. Each node orders by
+// its own clock, so two waiters that arrive within a few milliseconds of
+// each other may stand in different orders on different nodes: docs/design.md
+// says why that is acceptable. Unlock takes the holder out,
 // then promises the lock to the first waiter still seen within STALE ms: it
 // sets NEXT to that waiter for a short while and publishes its id. While
 // NEXT names someone else, the node refuses every acquisition. Promises
@@ -25,7 +33,7 @@ import (
 // expire, so they cannot block for long.
 //
 // The script defining them must set NEXT, QUEUE and SEEN (keys) and WAITER
-// (empty for no waiter), STALE (ms) and SINCE (ms) first.
+// (empty for no waiter), STALE (ms) and WAITED (ms) first.
 const queueLua = `
 local function nowMs()
   local t = redis.call('TIME')
@@ -37,8 +45,9 @@ local function promisedToOther()
 end
 local function enqueue()
   if WAITER == '' then return end
-  redis.call('ZADD', QUEUE, 'NX', SINCE, WAITER)
-  redis.call('ZADD', SEEN, nowMs(), WAITER)
+  local now = nowMs()
+  redis.call('ZADD', QUEUE, 'NX', now - WAITED, WAITER)
+  redis.call('ZADD', SEEN, now, WAITER)
   redis.call('PEXPIRE', QUEUE, 4 * STALE)
   redis.call('PEXPIRE', SEEN, 4 * STALE)
 end
@@ -50,7 +59,7 @@ end
 //	KEYS[1] lock key, KEYS[2] release marker of this value,
 //	KEYS[3..5] the queue: promise NEXT, QUEUE, SEEN
 //	ARGV[1] value,    ARGV[2] TTL in ms, ARGV[3] waiter id (empty: none),
-//	ARGV[4] STALE in ms, ARGV[5] SINCE in ms
+//	ARGV[4] STALE in ms, ARGV[5] WAITED in ms
 //
 // Returns 1 if the node now holds the value, 0 if another owner holds the
 // key or it is promised to another waiter, and a WRONGTYPE error if the key
@@ -61,7 +70,7 @@ end
 // the lock for a fresh TTL after the release had already run.
 const acquireScript = `
 local NEXT, QUEUE, SEEN = KEYS[3], KEYS[4], KEYS[5]
-local WAITER, STALE, SINCE = ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local WAITER, STALE, WAITED = ARGV[3], tonumber(ARGV[4]), math.max(0, tonumber(ARGV[5]) or 0)
 ` + queueLua + `
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 enqueue()
@@ -95,7 +104,8 @@ return 0
 // client only (a waiter id is "<client id>/<n>"); if nobody waits, it
 // publishes "" on "<lock key>:released", which every waiting client
 // hears. Nodes where the lock was already gone promise it too, so that
-// every node promises it to the same waiter. Where nobody is queued and
+// every node promises it to its first waiter (the same one on every node
+// unless two waiters arrived there within moments of each other). Where nobody is queued and
 // nothing is promised, it publishes nothing: every waiter refused by this
 // node is in its queue. Notifications are a hint (waiters fall back to
 // their retry delay), so a PUBLISH that fails, say because an ACL denies
@@ -113,7 +123,7 @@ elseif ARGV[2] ~= '0' then
 end
 if ARGV[3] ~= '1' then return deleted end
 -- Unlock: the holder leaves the queue on every node, and every node where
--- the lock is now free promises it to the same first waiter.
+-- the lock is now free promises it to its first waiter.
 if ARGV[4] ~= '' then
   redis.call('ZREM', QUEUE, ARGV[4])
   redis.call('ZREM', SEEN, ARGV[4])

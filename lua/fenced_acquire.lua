@@ -8,7 +8,7 @@
 --   KEYS[9] the longest TTL used on this node (read by Repair)
 --   KEYS[10..12] the queue: promise NEXT, QUEUE, SEEN
 --   ARGV[1] value   ARGV[2] TTL in ms   ARGV[3] waiter id (empty: none)
---   ARGV[4] STALE in ms   ARGV[5] SINCE in ms
+--   ARGV[4] STALE in ms   ARGV[5] WAITED in ms (how long the waiter has waited)
 --
 -- Returns {status, candidate}: status 1 granted, 0 refused, -1 the node's
 -- fencing state is not intact (see the identity prelude), -2 the node holds
