@@ -78,6 +78,10 @@ var (
 	// as soon as it answers one.
 	ErrNodeHung = fmt.Errorf("%w: not sent, the node has left earlier calls unanswered past the node timeout", ErrNodeTimeout)
 
+	// ErrBadNode is the Err of a NodeResult whose go-redis client panicked
+	// (a zero redis.Client{}, say): a configuration error.
+	ErrBadNode = errors.New("redlock: unusable node client")
+
 	// ErrEmptyName: the lock name is empty.
 	ErrEmptyName = errors.New("redlock: empty lock name")
 

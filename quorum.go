@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync/atomic"
@@ -149,7 +150,7 @@ func (c *Client) call(ctx context.Context, r *round, i int, node redis.Universal
 	}
 	start := time.Now()
 	health.sending(c)
-	outcome, value, err := op(callCtx, i, node)
+	outcome, value, err := safeOp(op, callCtx, i, node)
 	health.returned(c, err)
 	if err != nil && (outcome == NodeGranted || outcome == NodeRefused) {
 		outcome = NodeFailed
@@ -158,6 +159,19 @@ func (c *Client) call(ctx context.Context, r *round, i int, node redis.Universal
 		outcome = NodeTimedOut
 	}
 	return reply{node: i, outcome: outcome, value: value, err: err, latency: time.Since(start)}
+}
+
+// safeOp runs op, turning a panic into a failed call: a go-redis client
+// that was never set up (a zero redis.Client{}) or a UniversalClient of the
+// caller's that panics would otherwise kill the process from a goroutine no
+// caller can recover in.
+func safeOp(op nodeOp, ctx context.Context, i int, node redis.UniversalClient) (o Outcome, v int64, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			o, v, err = NodeFailed, 0, fmt.Errorf("%w: node %d's client panicked: %v", ErrBadNode, i, p)
+		}
+	}()
+	return op(ctx, i, node)
 }
 
 // nodeHealth tells a hung node from a slow one, so that a paused or hung

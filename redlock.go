@@ -497,7 +497,9 @@ func (c *Client) retryDelay() time.Duration {
 // latest when the validity ends (Until), even while an extension is still
 // waiting for the nodes. Do returns fn's error joined with Unlock's, so
 // errors.Is(err, ErrExpired) tells the caller the critical section may
-// have overlapped another holder.
+// have overlapped another holder. fn's context is cancelled as soon as fn
+// returns, before the release, so work fn left running on it stops while
+// the lock is still held.
 //
 // If fn panics (or calls runtime.Goexit), Do stops extending the lock and
 // unlocks it before the panic goes on up the stack, unchanged: a caller
@@ -509,12 +511,12 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 		return err
 	}
 	fnCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	stop := l.keepAlive(fnCtx, cancel)
 	returned := false
 	defer func() {
 		if !returned {
 			// Not recovered, so the panic goes on with its own stack trace.
+			cancel(nil)
 			stop()
 			_ = l.Unlock(context.WithoutCancel(ctx))
 		}
@@ -522,6 +524,9 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 
 	fnErr := fn(fnCtx, l)
 	returned = true
+	// fn's context ends with fn, before the release: work fn left running
+	// on it must not outlive the lock.
+	cancel(nil)
 	stop()
 	return errors.Join(fnErr, l.Unlock(context.WithoutCancel(ctx)))
 }
@@ -536,18 +541,27 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 // the validity can end meanwhile.
 func (l *Lock) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
 	quit := make(chan struct{})
+	// Extensions outlive a cancelled fn context (they keep the lock until
+	// Unlock), but not stop: nobody needs an extension in flight then.
+	extendCtx, endExtend := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		select {
 		case <-quit:
 		case <-l.Done():
-			l.c.log.Warn("redlock: lock validity ended while held", "lock", l.name)
+			l.mu.Lock()
+			released := l.released
+			l.mu.Unlock()
+			if !released {
+				l.c.log.Warn("redlock: lock validity ended while held", "lock", l.name)
+			}
 			cancel(fmt.Errorf("%w: validity ended", ErrLockLost))
 		}
 	})
-	wg.Go(func() { l.extendEvery(ctx, cancel, quit) })
+	wg.Go(func() { l.extendEvery(extendCtx, cancel, quit) })
 	return func() {
 		close(quit)
+		endExtend()
 		wg.Wait()
 	}
 }
@@ -565,10 +579,13 @@ func (l *Lock) extendEvery(ctx context.Context, cancel context.CancelCauseFunc, 
 			return // the watcher cancels
 		case <-t.C:
 		}
-		err := l.Extend(context.WithoutCancel(ctx))
+		err := l.Extend(ctx)
 		if err == nil {
 			t.Reset(interval)
 			continue
+		}
+		if ctx.Err() != nil {
+			return // stopped
 		}
 		if errors.Is(err, ErrExpired) || l.remaining() <= interval {
 			l.c.log.Warn("redlock: lock lost: extension failed", "lock", l.name, "err", err)
