@@ -82,6 +82,22 @@ func (cl *cluster) actor(t *testing.T, hooks []*faultHook, opts ...redlock.Optio
 	return c
 }
 
+// attempt is the outcome of a TryLock run in the background.
+type attempt struct {
+	l   *redlock.Lock
+	err error
+}
+
+// tryLockAsync runs c.TryLock(ctx, name) in the background.
+func tryLockAsync(ctx context.Context, c *redlock.Client, name string) <-chan attempt {
+	done := make(chan attempt, 1)
+	go func() {
+		l, err := c.TryLock(ctx, name)
+		done <- attempt{l, err}
+	}()
+	return done
+}
+
 // op is one acquisition: when it was invoked, when it returned, its token.
 type op struct {
 	invoke, ret time.Time
@@ -290,15 +306,7 @@ func TestCounterexamples2And3DelayedRoundOne(t *testing.T) {
 			}, opts...)
 			a := cl.actor(t, []*faultHook{nil, nil, cutScript("commit")}, opts...)
 
-			type result struct {
-				l   *redlock.Lock
-				err error
-			}
-			bDone := make(chan result, 1)
-			go func() {
-				l, err := b.TryLock(ctx, "ce")
-				bDone <- result{l, err}
-			}()
+			bDone := tryLockAsync(ctx, b, "ce")
 			<-bReachedN1
 
 			la, err := a.TryLock(ctx, "ce")

@@ -110,15 +110,7 @@ func TestRepairFloorBoundsAStaleHOnAPromotedReplica(t *testing.T) {
 	}, opts...)
 	a := cl.actor(t, []*faultHook{nil, nil, cutScript("commit")}, opts...)
 
-	type result struct {
-		l   *redlock.Lock
-		err error
-	}
-	bDone := make(chan result, 1)
-	go func() {
-		l, err := b.TryLock(ctx, "trap")
-		bDone <- result{l, err}
-	}()
+	bDone := tryLockAsync(ctx, b, "trap")
 	<-bReachedN0
 	la, err := a.TryLock(ctx, "trap")
 	if err != nil {

@@ -89,15 +89,7 @@ func TestRepairFloorAbortsTheIntersectionTrap(t *testing.T) {
 	}, opts...)
 	a := cl.actor(t, []*faultHook{nil, nil, cutScript("commit")}, opts...)
 
-	type result struct {
-		l   *redlock.Lock
-		err error
-	}
-	bDone := make(chan result, 1)
-	go func() {
-		l, err := b.TryLock(ctx, "trap")
-		bDone <- result{l, err}
-	}()
+	bDone := tryLockAsync(ctx, b, "trap")
 	<-bReachedN0
 	la, err := a.TryLock(ctx, "trap")
 	if err != nil {
@@ -232,15 +224,7 @@ func TestRepairNeedsTheDelayForRealTimeOrder(t *testing.T) {
 				}
 				return nil
 			}}, cut()}, append(opts, redlock.WithTTL(2*time.Second), redlock.WithNodeTimeout(600*time.Millisecond))...)
-			type result struct {
-				l   *redlock.Lock
-				err error
-			}
-			aDone := make(chan result, 1)
-			go func() {
-				l, err := a.TryLock(ctx, "order")
-				aDone <- result{l, err}
-			}()
+			aDone := tryLockAsync(ctx, a, "order")
 			<-heldK // A's commit is on j; the one to k waits
 			<-onJ
 			cl.restartEmpty(t, 0)
