@@ -200,7 +200,17 @@ func TestAClaimNeverGivenBackDoesNotWedgeTheNode(t *testing.T) {
 		a, b = b, a
 	}
 	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithNodeTimeout(time.Second)}
-	cl.restartEmpty(t, a)
+	// a's new run id in the upper half, so that one for b below it comes
+	// soon (run ids are random hex).
+	for try := 0; ; try++ {
+		cl.restartEmpty(t, a)
+		if runID(t, cl.inspect[a]) >= "8" {
+			break
+		}
+		if try == 30 {
+			t.Fatal("a's run id never sorted as needed")
+		}
+	}
 
 	reached, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
