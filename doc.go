@@ -33,7 +33,23 @@
 //
 // Errors are *QuorumError values carrying the per-node outcomes; test them
 // with errors.Is against ErrLocked, ErrUnavailable, ErrExpired and the other
-// sentinels, and against context.Canceled or context.DeadlineExceeded.
+// sentinels, and against context.Canceled or context.DeadlineExceeded. The
+// message names each failed node's cause (a refused connection, an OOM
+// reply, WRONGPASS), as does its NodeResult.Err. Lock gives up at once on
+// failures no retry can fix (ErrAuth, ErrNoPermission, ErrScript,
+// ErrWrongType, ErrNotProvisioned) and, with WithLogger, warns about the
+// others while it retries, at most once per lock name every 5 seconds.
+//
+// The TTL must exceed rounds × node timeout + drift (two rounds with
+// fencing), so that an acquisition whose rounds each took a full node
+// timeout still has validity left: with the defaults, at least 104 ms
+// (MinTTL gives the formula; New's error gives the bound for its options).
+//
+// go-redis logs every failed dial to stderr. The lock client's errors
+// already carry that cause; to silence go-redis process-wide, as the
+// redlock command does, call logging.Disable() from
+// github.com/redis/go-redis/v9/logging, or redis.SetLogger with a logger
+// whose Printf does nothing.
 //
 // go-redis ignores context deadlines unless a client is built with
 // ContextTimeoutEnabled. The lock client enforces its node timeout itself

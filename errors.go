@@ -3,6 +3,7 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -62,12 +63,34 @@ var (
 	// name. That is a configuration error (a key-name clash), not contention.
 	ErrWrongType = errors.New("redlock: lock key holds a non-string value")
 
+	// ErrAuth: so many nodes refused the client's credentials (NOAUTH: the
+	// node wants a password and got none; WRONGPASS: a wrong user name or
+	// password) that the others cannot form a majority. Lock gives up at
+	// once: no retry fixes a configuration error. Each node's reply is in
+	// its NodeResult.Err and in the message.
+	ErrAuth = errors.New("redlock: nodes refused the credentials")
+
+	// ErrNoPermission: so many nodes refused a command, key or channel to
+	// the client's ACL user (NOPERM, or a script's call denied by the ACL)
+	// that the others cannot form a majority. docs/operations.md gives the
+	// ACL the client needs. Lock gives up at once.
+	ErrNoPermission = errors.New("redlock: the ACL user lacks a permission the client needs")
+
+	// ErrScript: so many nodes failed the client's Lua script itself (it
+	// did not compile, or stopped with a runtime error: a server too old
+	// or too different for it) that the others cannot form a majority. Lock
+	// gives up at once. Errors a node raises while the script runs that a
+	// retry can outlive, such as OOM, BUSY or LOADING, are not script errors.
+	ErrScript = errors.New("redlock: nodes failed the lock script")
+
 	// ErrLockLost is the cause of the context that Do passes to its function
 	// when the lock could not be kept: read it with context.Cause.
 	ErrLockLost = errors.New("redlock: lock lost")
 
 	// ErrNodeTimeout is the Err of a NodeResult whose node did not answer
-	// within the node timeout.
+	// within the node timeout. A node that did not answer because it
+	// cannot be reached (its last dial failed, say with "connection
+	// refused") is NodeFailed with the dial error instead.
 	ErrNodeTimeout = errors.New("redlock: node did not answer within the node timeout")
 
 	// ErrNodeHung is the Err of a NodeResult whose call was not sent at all
@@ -75,7 +98,8 @@ var (
 	// unanswered for longer than the node timeout while a majority of the
 	// other nodes answered, as a paused or hung process does. It matches
 	// ErrNodeTimeout too. The node gets calls again
-	// as soon as it answers one.
+	// as soon as it answers one. A node skipped so whose last dial failed
+	// (a refused connection) is NodeFailed with that dial error instead.
 	ErrNodeHung = fmt.Errorf("%w: not sent, the node has left earlier calls unanswered past the node timeout", ErrNodeTimeout)
 
 	// ErrBadNode is the Err of a NodeResult whose go-redis client panicked
@@ -166,7 +190,11 @@ func (e *QuorumError) Unwrap() []error {
 	return errs
 }
 
-// summarize renders outcome counts such as "2 ok, 3 refused of 5".
+// summarize renders outcome counts and the distinct errors of the nodes
+// that failed, such as "2 granted, 3 failed of 5: dial tcp 10.0.0.3:6379:
+// connect: connection refused (node 2); OOM command not allowed when used
+// memory > 'maxmemory'. (nodes 3,4)". An operator reads the cause there
+// rather than guessing it from the counts.
 func summarize(nodes []NodeResult) string {
 	var counts [numOutcomes]int
 	for _, n := range nodes {
@@ -178,5 +206,56 @@ func summarize(nodes []NodeResult) string {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
 		}
 	}
-	return fmt.Sprintf("%s of %d", strings.Join(parts, ", "), len(nodes))
+	s := fmt.Sprintf("%s of %d", strings.Join(parts, ", "), len(nodes))
+	if causes := failureCauses(nodes); causes != "" {
+		s += ": " + causes
+	}
+	return s
+}
+
+// maxCauses and maxCauseLen keep a message readable when every node fails
+// differently, or a node's error is long.
+const maxCauses, maxCauseLen = 4, 200
+
+// failureCauses lists the distinct errors of the failed nodes, each with
+// the nodes that gave it, in node order.
+func failureCauses(nodes []NodeResult) string {
+	type cause struct {
+		text  string
+		nodes []string
+	}
+	var causes []cause
+	for _, n := range nodes {
+		if n.Outcome != NodeFailed || n.Err == nil {
+			continue
+		}
+		text := strings.TrimPrefix(n.Err.Error(), "redlock: ")
+		if len(text) > maxCauseLen {
+			text = strings.ToValidUTF8(text[:maxCauseLen], "") + "..."
+		}
+		found := false
+		for i := range causes {
+			if causes[i].text == text {
+				causes[i].nodes = append(causes[i].nodes, strconv.Itoa(n.Node))
+				found = true
+				break
+			}
+		}
+		if !found {
+			causes = append(causes, cause{text, []string{strconv.Itoa(n.Node)}})
+		}
+	}
+	parts := make([]string, 0, min(len(causes), maxCauses)+1)
+	for i, c := range causes {
+		if i == maxCauses {
+			parts = append(parts, fmt.Sprintf("%d more", len(causes)-maxCauses))
+			break
+		}
+		which := "node "
+		if len(c.nodes) > 1 {
+			which = "nodes "
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s%s)", c.text, which, strings.Join(c.nodes, ",")))
+	}
+	return strings.Join(parts, "; ")
 }

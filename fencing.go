@@ -152,6 +152,9 @@ func (l *Lock) commit(ctx context.Context, token int64) (nodes []NodeResult, kin
 	case aborted(t):
 		return t.snapshot(), ErrSuperseded, nil
 	case !t.won():
+		if kind := blockingKind(t); kind != nil {
+			return t.snapshot(), kind, nil
+		}
 		return t.snapshot(), ErrUnavailable, nil
 	}
 	return t.snapshot(), nil, nil

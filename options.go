@@ -21,8 +21,18 @@ const (
 	// of a day to break the lease order (docs/fencing.md, M2).
 	DefaultRetention = 24 * time.Hour
 
-	// MinTTL is the shortest TTL New accepts. Redis expires keys with
-	// millisecond resolution; below this the drift allowance dominates.
+	// MinTTL is the floor under every TTL New accepts (ErrTTLTooShort):
+	// Redis expires keys with millisecond resolution, and below this the
+	// drift allowance dominates. The TTL must also exceed what an
+	// acquisition may spend, rounds × node timeout + drift (one round
+	// without fencing, two with), or New fails with ErrNoValidityBudget:
+	//
+	//	TTL > (rounds × node timeout + 2ms) / (1 - drift factor)
+	//
+	// With the default node timeout (50 ms) and drift factor (0.01) the
+	// shortest TTL New accepts is 104 ms with fencing and 53 ms without;
+	// a TTL of 10 ms needs a node timeout below 3.9 ms with fencing. The
+	// errors give the shortest TTL that works with the options given.
 	MinTTL = 10 * time.Millisecond
 
 	// MaxNameLength is the longest lock name, in bytes, that TryLock, Lock
@@ -73,7 +83,10 @@ func defaultConfig() config {
 // WithTTL sets how long a lock lives on each node before Redis expires it.
 // The validity a holder may rely on is shorter: it ends TTL minus the drift
 // allowance after the acquisition began, so the caller gets TTL minus the
-// time the acquisition took minus the drift allowance.
+// time the acquisition took minus the drift allowance. New refuses a TTL
+// that would leave no validity to an acquisition whose every round took a
+// full node timeout (ErrNoValidityBudget; see MinTTL for the bound, which
+// the error states for the options given).
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
 
 // WithDriftFactor sets the share of the TTL reserved for clock-rate
@@ -87,6 +100,10 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor 
 // an overloaded client machine, a burst of new connections, or a majority
 // really down) it waits up to ten node timeouts, and its calls may run that
 // long, so that overload costs latency rather than failed attempts.
+// The TTL must exceed rounds × node timeout + drift (MinTTL), where
+// rounds is two with fencing: a longer node timeout needs a longer TTL.
+// (An acquisition that takes longer than that, waiting on the ten node
+// timeouts, fails with ErrNoValidity.)
 func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
 
 // WithRetryDelay sets the bounds of the random pause between attempts in
@@ -150,21 +167,46 @@ func (c *config) rounds() time.Duration {
 	return 1
 }
 
-func (c *config) drift() time.Duration {
-	return time.Duration(float64(c.ttl)*c.driftFactor) + driftConstant
+func (c *config) drift() time.Duration { return c.driftOf(c.ttl) }
+
+func (c *config) driftOf(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*c.driftFactor) + driftConstant
+}
+
+// leavesValidity: an acquisition under ttl whose every round took a full
+// node timeout still has validity left. validate requires it.
+func (c *config) leavesValidity(ttl time.Duration) bool {
+	return c.rounds()*c.nodeTimeout+c.driftOf(ttl) < ttl
+}
+
+// minTTL is the shortest whole-millisecond TTL that validate accepts with
+// c's node timeout, drift factor and fencing, for the error messages. The
+// drift factor and node timeout must be valid.
+func (c *config) minTTL() time.Duration {
+	base := float64(c.rounds()*c.nodeTimeout + driftConstant)
+	ttl := max(time.Duration(base/(1-c.driftFactor)).Truncate(time.Millisecond)-time.Millisecond, MinTTL)
+	for range 1000 { // a few steps past the estimate, which float rounding can miss by one
+		if c.leavesValidity(ttl) {
+			break
+		}
+		ttl += time.Millisecond
+	}
+	return ttl
 }
 
 func (c *config) validate() error {
 	switch {
-	case c.ttl < MinTTL:
-		return fmt.Errorf("%w: %v is below the minimum %v", ErrTTLTooShort, c.ttl, MinTTL)
 	case c.driftFactor < 0 || c.driftFactor >= 1 || c.driftFactor != c.driftFactor:
 		return fmt.Errorf("%w: got %v", ErrBadDriftFactor, c.driftFactor)
 	case c.nodeTimeout <= 0:
 		return fmt.Errorf("%w: got %v", ErrBadNodeTimeout, c.nodeTimeout)
-	case c.rounds()*c.nodeTimeout+c.drift() >= c.ttl:
-		return fmt.Errorf("%w: TTL %v, drift %v, %d round(s) of node timeout %v",
-			ErrNoValidityBudget, c.ttl, c.drift(), c.rounds(), c.nodeTimeout)
+	case c.ttl < MinTTL:
+		return fmt.Errorf("%w: %v is below the minimum %v; with node timeout %v and drift factor %v, "+
+			"the shortest TTL that works is %v", ErrTTLTooShort, c.ttl, MinTTL, c.nodeTimeout, c.driftFactor, c.minTTL())
+	case !c.leavesValidity(c.ttl):
+		return fmt.Errorf("%w: TTL %v must exceed %d round(s) of node timeout %v plus the drift "+
+			"(TTL × %v + %v = %v); the shortest TTL that works with these is %v (or shorten the node timeout)",
+			ErrNoValidityBudget, c.ttl, c.rounds(), c.nodeTimeout, c.driftFactor, driftConstant, c.drift(), c.minTTL())
 	case c.retryDelayMin < 0 || c.retryDelayMax < c.retryDelayMin:
 		return fmt.Errorf("%w: min %v, max %v", ErrBadRetryDelay, c.retryDelayMin, c.retryDelayMax)
 	case c.fencing && c.retention < c.minRetention():

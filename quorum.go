@@ -25,7 +25,9 @@ const (
 	// NodeRefused: the node answered no. For a lock, another owner holds the
 	// key; for Extend and Unlock, the key no longer holds this owner's value.
 	NodeRefused
-	// NodeFailed: the call returned an error other than a timeout.
+	// NodeFailed: the call returned an error other than a timeout, or the
+	// node could not be reached (its last dial failed, say with "connection
+	// refused"). Err says why.
 	NodeFailed
 	// NodeTimedOut: the node did not answer within the node timeout.
 	NodeTimedOut
@@ -49,7 +51,7 @@ func (o Outcome) String() string {
 type NodeResult struct {
 	Node    int // index into the nodes given to New
 	Outcome Outcome
-	Err     error         // set for NodeFailed and NodeTimedOut
+	Err     error         // set for NodeFailed (the node's own error) and NodeTimedOut
 	Latency time.Duration // time to the reply; zero for NodeNoReply
 }
 
@@ -63,6 +65,7 @@ type reply struct {
 	value   int64 // operation-specific: a fencing candidate or a committed token
 	err     error
 	latency time.Duration
+	sent    bool // the call was sent; false for a node skipped as hung (fanOut)
 }
 
 // nodeOp performs one call on node i. It returns the outcome, an
@@ -80,8 +83,9 @@ type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcom
 // A round skips a node i for which sent[i] is false (nil sends to all),
 // and, unless after is set (a release of what was sent), the hung nodes
 // (hungNodes). The
-// reply of a skipped node is NodeTimedOut with ErrNodeHung at once; nothing
-// is sent, so nothing has to be undone there either.
+// reply of a skipped node is NodeTimedOut with ErrNodeHung at once (or
+// NodeFailed with the dial error, if the node cannot be reached:
+// unreachable); nothing is sent, so nothing has to be undone there either.
 //
 // After delivering its reply, a goroutine runs then (if not nil) with that
 // reply. Work that must follow the call on the same node, such as a
@@ -132,6 +136,9 @@ func (c *Client) call(ctx context.Context, r *round, i int, node redis.Universal
 	skipped := reply{node: i, outcome: NodeTimedOut, err: ErrNodeHung}
 	health := &c.health[i]
 	if hung {
+		if err := c.unreachable(i); err != nil {
+			skipped.outcome, skipped.err = NodeFailed, err
+		}
 		return skipped
 	}
 	callCtx := r.ctx
@@ -156,9 +163,13 @@ func (c *Client) call(ctx context.Context, r *round, i int, node redis.Universal
 		outcome = NodeFailed
 	}
 	if outcome == NodeFailed && isTimeout(err) {
-		outcome = NodeTimedOut
+		if cause := c.unreachable(i); cause != nil {
+			err = cause // go-redis was redialling until the deadline
+		} else {
+			outcome = NodeTimedOut
+		}
 	}
-	return reply{node: i, outcome: outcome, value: value, err: err, latency: time.Since(start)}
+	return reply{node: i, outcome: outcome, value: value, err: err, latency: time.Since(start), sent: true}
 }
 
 // safeOp runs op, turning a panic into a failed call: a go-redis client
@@ -209,8 +220,9 @@ type nodeHealth struct {
 	// alive is when (c.since) the node last answered, or was sent a call
 	// while nothing was pending: the start of its current silence.
 	alive    atomic.Int64
-	answered atomic.Int64 // when (c.since) the node last answered
-	probed   atomic.Int64 // when (c.since) a hung node was last sent a call
+	answered atomic.Int64                // when (c.since) the node last answered
+	probed   atomic.Int64                // when (c.since) a hung node was last sent a call
+	dialErr  atomic.Pointer[dialFailure] // the last dial, if it failed (dialWatch)
 }
 
 const probeEvery = 10
@@ -329,7 +341,7 @@ func (t *tally) record(node int, o Outcome, err error, latency time.Duration) {
 func (t *tally) add(r reply) {
 	if !t.recorded[r.node] {
 		t.heard[r.node] = true
-		if r.err != ErrNodeHung && r.outcome != NodeTimedOut {
+		if r.sent && r.outcome != NodeTimedOut {
 			t.answered++
 		}
 		t.lastReply = time.Now()
@@ -339,10 +351,19 @@ func (t *tally) add(r reply) {
 	t.record(r.node, r.outcome, r.err, r.latency)
 }
 
-// timeOut gives up on every node that has not answered by the node timeout.
-func (t *tally) timeOut(timeout time.Duration) {
+// timeOut gives up on every node that has not answered by the node
+// timeout: NodeTimedOut, or NodeFailed with the cause where unreachable
+// knows why the node cannot be reached.
+func (t *tally) timeOut(timeout time.Duration, unreachable func(int) error) {
 	for i := range t.results {
-		t.record(i, NodeTimedOut, ErrNodeTimeout, timeout)
+		if t.recorded[i] {
+			continue
+		}
+		if err := unreachable(i); err != nil {
+			t.record(i, NodeFailed, err, timeout)
+		} else {
+			t.record(i, NodeTimedOut, ErrNodeTimeout, timeout)
+		}
 	}
 }
 
@@ -431,7 +452,7 @@ func (c *Client) collect(ctx context.Context, replies <-chan reply, t *tally, do
 			if early {
 				t.stopWaiting()
 			} else {
-				t.timeOut(c.cfg.nodeTimeout)
+				t.timeOut(c.cfg.nodeTimeout, c.unreachable)
 			}
 		case <-ctx.Done():
 			return ctx.Err()

@@ -54,6 +54,8 @@ type Client struct {
 
 	args scriptArgs
 
+	lockWarns warnLimiter // Lock's warnings about failing attempts (lockwarn.go)
+
 	testHookBeforeCommit    func() // tests only: runs between round 1 and round 2
 	testHookBeforeSubscribe func() // tests only: runs before each SUBSCRIBE a node's subscriber sends
 }
@@ -80,6 +82,11 @@ type scriptArgs struct {
 //
 // A nil node, including a nil pointer such as a (*redis.Client)(nil), is
 // refused with ErrNilNode.
+//
+// New adds a hook (AddHook) to each node's client that records why its
+// dials fail, so that a node refusing connections is reported as such
+// (NodeFailed with the dial error) rather than as timed out. The hook only
+// observes dials, and stays after Close.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, ErrNoNodes
@@ -128,6 +135,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		keys:      newNodeKeys(cfg.keyPrefix),
 		known:     make([]string, len(nodes)),
 		id:        uuid.NewString(),
+	}
+	for i, n := range c.nodes {
+		n.AddHook(dialWatch{health: &c.health[i], epoch: c.epoch})
 	}
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.notify.c = c
@@ -195,8 +205,9 @@ func (c *Client) closeWait() time.Duration {
 // decided: a majority granted, or a majority can no longer grant.
 //
 // On success the lock is valid until Until. On failure it returns a
-// *QuorumError whose Kind is ErrLocked, ErrUnavailable, ErrNoValidity or
-// ErrWrongType, after releasing the lock on every node that answered; nodes
+// *QuorumError whose Kind is ErrLocked, ErrUnavailable, ErrNoValidity,
+// ErrSuperseded, ErrNotProvisioned, or one that no retry fixes (ErrWrongType,
+// ErrAuth, ErrNoPermission, ErrScript), after releasing the lock on every node that answered; nodes
 // that had not answered are released in the background as soon as their
 // call ends. If ctx ends first, the error also matches ctx's error.
 //
@@ -310,6 +321,9 @@ func classifyAcquire(t *tally) error {
 		// Never provisioned, or a majority lost its data: no retry helps.
 		return ErrNotProvisioned
 	}
+	if kind := blockingKind(t); kind != nil {
+		return kind
+	}
 	if t.granted()+t.counts[NodeRefused] >= t.majority {
 		return ErrLocked
 	}
@@ -318,9 +332,13 @@ func classifyAcquire(t *tally) error {
 
 // Lock acquires the lock called name, retrying until it succeeds or ctx
 // ends. It gives up at once on errors that retrying cannot fix
-// (ErrWrongType, ErrNotProvisioned, ErrClosed, and the name errors of
-// TryLock, found before any attempt). When ctx ends, the error is the last
-// attempt's *QuorumError with ctx's error as its Cause.
+// (ErrWrongType, ErrNotProvisioned, ErrAuth, ErrNoPermission, ErrScript,
+// ErrClosed, and the name errors of TryLock, found before any attempt).
+// When ctx ends, the error is the last attempt's *QuorumError with ctx's
+// error as its Cause. While attempts fail for other reasons than
+// contention (nodes down or full, too few answering), it logs a warning
+// with each node's cause through the client's logger (WithLogger), at most
+// one per lock name every 5 seconds; a successful attempt logs nothing.
 //
 // A waiting Lock joins the lock's queue on the nodes, and Unlock promises
 // the lock to the longest-waiting live waiter for a moment (two node
@@ -353,16 +371,17 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 		defer done()
 	}
 	woken, backoff := false, 0 // after a wake-up: retry with short, growing delays
-	for {
+	for attempts := 1; ; attempts++ {
 		if err := ctx.Err(); err != nil {
 			return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 		}
 		l, err := c.tryLock(ctx, name, waiter, c.cfg.clock.Now().Sub(started))
 		queued = true
 		var qe *QuorumError
-		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || errors.Is(err, ErrWrongType) || errors.Is(err, ErrNotProvisioned) {
+		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || final(qe.Kind) {
 			return l, err
 		}
+		c.warnRetrying(qe, attempts, started)
 		delay := c.retryDelay()
 		if !woken && splitVote(qe.Nodes) {
 			// Nobody holds the lock on a majority, but others tried at the
@@ -726,7 +745,7 @@ func (l *Lock) acquireOp(ctx context.Context, _ int, node redis.UniversalClient)
 // the call and never before it.
 func (l *Lock) afterAcquire(r reply) {
 	l.acqOutcome[r.node] = r.outcome
-	l.acqSent[r.node] = r.err != ErrNodeHung
+	l.acqSent[r.node] = r.sent
 	close(l.acqDone[r.node])
 	<-l.verdict
 	if l.success || !l.acqSent[r.node] {
@@ -879,7 +898,7 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 		return l.unlockCall(definite(l.acqOutcome[i])).outcome(ctx, node)
 	}
 	then := func(r reply) {
-		if r.err == ErrNodeHung {
+		if !r.sent {
 			return
 		}
 		if r.outcome == NodeFailed && !isServerReply(r.err) || r.outcome == NodeTimedOut {

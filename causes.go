@@ -1,0 +1,147 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Why a node failed: the errors no retry can fix, and the cause of a node
+// that cannot be reached.
+
+// final reports a kind of failure for which Lock gives up at once.
+func final(kind error) bool {
+	switch kind {
+	case ErrWrongType, ErrNotProvisioned, ErrAuth, ErrNoPermission, ErrScript:
+		return true
+	}
+	return false
+}
+
+// permanentKinds are what permanentKind returns, in its order.
+var permanentKinds = [...]error{ErrAuth, ErrNoPermission, ErrScript}
+
+// transientCodes are the error codes a node replies with while it is in a
+// state that passes (full, busy with a script, loading, a replica during a
+// failover...). Inside a script a call's error keeps its code, at the start
+// (Redis 7) or after a '-' (Redis 6 wraps it in "ERR Error running script").
+var transientCodes = [...]string{"OOM", "BUSY", "LOADING", "READONLY", "MISCONF", "TRYAGAIN",
+	"MASTERDOWN", "NOREPLICAS", "CLUSTERDOWN", "MAXCLIENTS"}
+
+// permanentKind returns ErrAuth, ErrNoPermission or ErrScript for a node's
+// error reply that the same call would get again however often it is
+// retried, and nil for any other error.
+func permanentKind(err error) error {
+	var re redis.Error
+	if err == nil || !errors.As(err, &re) {
+		return nil
+	}
+	msg := re.Error()
+	for _, code := range transientCodes {
+		if strings.HasPrefix(msg, code+" ") || strings.Contains(msg, "-"+code+" ") {
+			return nil
+		}
+	}
+	switch {
+	case strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS") ||
+		strings.HasPrefix(msg, "ERR AUTH") || strings.HasPrefix(msg, "ERR invalid password"):
+		return ErrAuth
+	case strings.Contains(msg, "NOPERM") || strings.Contains(msg, "The user executing the script can't"):
+		return ErrNoPermission
+	case strings.HasPrefix(msg, "ERR ") && (strings.Contains(msg, "user_script") ||
+		strings.Contains(msg, "Error running script") || strings.Contains(msg, "Error compiling script") ||
+		strings.Contains(msg, "from script")):
+		return ErrScript
+	}
+	return nil
+}
+
+// blockingKind returns the kind of the failures no retry can fix, when the
+// nodes that failed so leave too few others to form a majority: the
+// attempt failed because of them, and every retry would. With several
+// kinds it is the one most of those nodes gave. It returns nil otherwise,
+// even if some nodes failed so: the others may still grant, and the
+// failures are in the error and the log.
+func blockingKind(t *tally) error {
+	var counts [len(permanentKinds)]int
+	blocked := 0
+	for _, r := range t.results {
+		if r.Outcome != NodeFailed {
+			continue
+		}
+		if k := permanentKind(r.Err); k != nil {
+			blocked++
+			for i, pk := range permanentKinds {
+				if pk == k {
+					counts[i]++
+				}
+			}
+		}
+	}
+	if t.n-blocked >= t.majority {
+		return nil
+	}
+	best := 0
+	for i := range counts {
+		if counts[i] > counts[best] {
+			best = i
+		}
+	}
+	return permanentKinds[best]
+}
+
+// dialWatch is a go-redis hook, added by New to each node's client, that
+// remembers why the node's last dial failed. go-redis retries a refused
+// dial until the call's context ends and then returns only the context's
+// error (logging the dial error to stderr), so without it a node that
+// refuses connections, or whose name does not resolve, looks like one that
+// is merely slow. The hook does nothing else, and costs nothing on calls.
+type dialWatch struct {
+	health *nodeHealth
+	epoch  time.Time // the client's, for nodeHealth's times
+}
+
+// dialFailure is a failed dial, and when (Client.since) it failed.
+type dialFailure struct {
+	err error
+	at  int64
+}
+
+func (w dialWatch) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		switch {
+		case err == nil:
+			if w.health.dialErr.Load() != nil {
+				w.health.dialErr.Store(nil)
+			}
+		case !isTimeout(err) && !errors.Is(err, context.Canceled):
+			// A dial cut short says nothing about the node.
+			w.health.dialErr.Store(&dialFailure{err: err, at: int64(time.Since(w.epoch))})
+		}
+		return conn, err
+	}
+}
+
+func (dialWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// unreachable returns why node i cannot be reached: the error of its last
+// dial, if that failed (not by a timeout) and the node has not answered
+// since. A call to it that timed out, or was given up on, was waiting on
+// such dials, so this is its cause rather than slowness.
+func (c *Client) unreachable(i int) error {
+	h := &c.health[i]
+	f := h.dialErr.Load()
+	if f == nil || f.at < h.answered.Load() {
+		return nil
+	}
+	return f.err
+}
