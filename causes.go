@@ -5,7 +5,11 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
+	"weak"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -94,21 +98,25 @@ func blockingKind(t *tally) error {
 	return permanentKinds[best]
 }
 
-// dialWatch is a go-redis hook, added by New to each node's client, that
-// remembers why the node's last dial failed. go-redis retries a refused
-// dial until the call's context ends and then returns only the context's
-// error (logging the dial error to stderr), so without it a node that
-// refuses connections, or whose name does not resolve, looks like one that
-// is merely slow. The hook does nothing else, and costs nothing on calls.
-type dialWatch struct {
-	health *nodeHealth
-	epoch  time.Time // the client's, for nodeHealth's times
-}
+// dialWatch is a go-redis hook that remembers why a client's last dial
+// failed. go-redis retries a refused dial until the call's context ends and
+// then returns only the context's error (logging the dial error to stderr),
+// so without it a node that refuses connections, or whose name does not
+// resolve, looks like one that is merely slow. The hook does nothing else,
+// and costs nothing on calls.
+//
+// A go-redis client gets one hook, however many lock clients are made over
+// it (hooks cannot be removed, and one per New would pile up), and the hook
+// holds nothing of a lock client: lock clients look the record up.
+type dialWatch struct{ rec *dialRecord }
 
-// dialFailure is a failed dial, and when (Client.since) it failed.
+// dialRecord is the last failed dial of one go-redis client.
+type dialRecord struct{ last atomic.Pointer[dialFailure] }
+
+// dialFailure is a failed dial, and when it failed.
 type dialFailure struct {
 	err error
-	at  int64
+	at  time.Time
 }
 
 func (w dialWatch) DialHook(next redis.DialHook) redis.DialHook {
@@ -116,12 +124,12 @@ func (w dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 		conn, err := next(ctx, network, addr)
 		switch {
 		case err == nil:
-			if w.health.dialErr.Load() != nil {
-				w.health.dialErr.Store(nil)
+			if w.rec.last.Load() != nil {
+				w.rec.last.Store(nil)
 			}
 		case !isTimeout(err) && !errors.Is(err, context.Canceled):
 			// A dial cut short says nothing about the node.
-			w.health.dialErr.Store(&dialFailure{err: err, at: int64(time.Since(w.epoch))})
+			w.rec.last.Store(&dialFailure{err: err, at: time.Now()})
 		}
 		return conn, err
 	}
@@ -133,14 +141,67 @@ func (dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 	return next
 }
 
+// watched is the dial record of every go-redis client that has the hook,
+// by address. Each entry holds a weak pointer to its client, so a client
+// that was dropped is not kept alive, and a new client at a reused address
+// is not taken for it.
+var (
+	watchMu sync.Mutex
+	watched = map[uintptr]watchEntry{}
+)
+
+type watchEntry struct {
+	alive func() bool // the client the entry was made for still exists
+	rec   *dialRecord
+}
+
+// watchDials returns node's dial record, adding the hook on first sight.
+// Only go-redis's own client types are watched; for others it returns nil.
+func watchDials(node redis.UniversalClient) *dialRecord {
+	var addr uintptr
+	var alive func() bool
+	switch n := node.(type) {
+	case *redis.Client:
+		addr, alive = weakEntry(n)
+	case *redis.ClusterClient:
+		addr, alive = weakEntry(n)
+	case *redis.Ring:
+		addr, alive = weakEntry(n)
+	default:
+		return nil
+	}
+	watchMu.Lock()
+	defer watchMu.Unlock()
+	if e, ok := watched[addr]; ok && e.alive() {
+		return e.rec
+	}
+	for a, e := range watched {
+		if !e.alive() {
+			delete(watched, a)
+		}
+	}
+	rec := &dialRecord{}
+	node.AddHook(dialWatch{rec: rec})
+	watched[addr] = watchEntry{alive: alive, rec: rec}
+	return rec
+}
+
+func weakEntry[T any](p *T) (uintptr, func() bool) {
+	w := weak.Make(p)
+	return uintptr(unsafe.Pointer(p)), func() bool { return w.Value() == p }
+}
+
 // unreachable returns why node i cannot be reached: the error of its last
 // dial, if that failed (not by a timeout) and the node has not answered
 // since. A call to it that timed out, or was given up on, was waiting on
 // such dials, so this is its cause rather than slowness.
 func (c *Client) unreachable(i int) error {
-	h := &c.health[i]
-	f := h.dialErr.Load()
-	if f == nil || f.at < h.answered.Load() {
+	rec := c.dials[i]
+	if rec == nil {
+		return nil
+	}
+	f := rec.last.Load()
+	if f == nil || int64(f.at.Sub(c.epoch)) < c.health[i].answered.Load() {
 		return nil
 	}
 	return f.err

@@ -220,9 +220,8 @@ type nodeHealth struct {
 	// alive is when (c.since) the node last answered, or was sent a call
 	// while nothing was pending: the start of its current silence.
 	alive    atomic.Int64
-	answered atomic.Int64                // when (c.since) the node last answered
-	probed   atomic.Int64                // when (c.since) a hung node was last sent a call
-	dialErr  atomic.Pointer[dialFailure] // the last dial, if it failed (dialWatch)
+	answered atomic.Int64 // when (c.since) the node last answered
+	probed   atomic.Int64 // when (c.since) a hung node was last sent a call
 }
 
 const probeEvery = 10

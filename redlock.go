@@ -40,6 +40,7 @@ type Client struct {
 	amnesiac  []atomic.Bool // per node: the amnesia warning was given
 	repairing []atomic.Bool // per node: an online repair runs (repair.go)
 	health    []nodeHealth  // per node: is it hung (quorum.go)
+	dials     []*dialRecord // per node: its last failed dial (causes.go), or nil
 	epoch     time.Time     // the origin of since()
 	keys      nodeKeys      // the per-node fencing keys
 	learned   sync.Once     // learnIdentities has run
@@ -83,10 +84,11 @@ type scriptArgs struct {
 // A nil node, including a nil pointer such as a (*redis.Client)(nil), is
 // refused with ErrNilNode.
 //
-// New adds a hook (AddHook) to each node's client that records why its
-// dials fail, so that a node refusing connections is reported as such
-// (NodeFailed with the dial error) rather than as timed out. The hook only
-// observes dials, and stays after Close.
+// New adds a hook (AddHook) to each node's go-redis client, once per
+// client however many lock clients use it, that records why its dials fail,
+// so that a node refusing connections is reported as such (NodeFailed with
+// the dial error) rather than as timed out. The hook only observes dials,
+// holds no lock client, and stays on the go-redis client.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, ErrNoNodes
@@ -136,8 +138,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		known:     make([]string, len(nodes)),
 		id:        uuid.NewString(),
 	}
+	c.dials = make([]*dialRecord, len(nodes))
 	for i, n := range c.nodes {
-		n.AddHook(dialWatch{health: &c.health[i], epoch: c.epoch})
+		c.dials[i] = watchDials(n)
 	}
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.notify.c = c
