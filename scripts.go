@@ -16,13 +16,15 @@ import (
 //
 // Every attempt of a waiter in Lock (WAITER, stable across its attempts)
 // puts it in the lock's queue, and refreshes when it was last seen. Its
-// place is set once, when the node first sees it: the node's own time then,
-// minus how long the waiter says it has waited already (WAITED, measured on
-// the client's monotonic clock; 0 on its first attempt). No wall clock of a
+// place is the node's own time at the attempt minus how long the waiter says
+// it has waited already (WAITED, measured on the client's monotonic clock;
+// 0 on its first attempt), the lowest over its attempts: a copy of an
+// attempt that sat in a paused node's socket, or a node clock stepped back,
+// moves it back where it belongs at its next prompt attempt. No wall clock of a
 // client is involved, so a client whose clock is off cannot jump the queue
 // (one a minute behind took the lock turn after turn while others timed
 // out); and a node that first sees a waiter late (it was hung, or lost its
-// queue) still puts it about where it started waiting. Each node orders by
+// queue) puts it about where it started waiting. Each node orders by
 // its own clock, so two waiters that arrive within a few milliseconds of
 // each other may stand in different orders on different nodes: docs/design.md
 // says why that is acceptable. Unlock takes the holder out,
@@ -46,7 +48,9 @@ end
 local function enqueue()
   if WAITER == '' then return end
   local now = nowMs()
-  redis.call('ZADD', QUEUE, 'NX', now - WAITED, WAITER)
+  local place = now - WAITED
+  local had = redis.call('ZSCORE', QUEUE, WAITER)
+  if not had or tonumber(had) > place then redis.call('ZADD', QUEUE, place, WAITER) end
   redis.call('ZADD', SEEN, now, WAITER)
   redis.call('PEXPIRE', QUEUE, 4 * STALE)
   redis.call('PEXPIRE', SEEN, 4 * STALE)

@@ -1,0 +1,88 @@
+package redlock_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
+)
+
+func startFakeClockCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	g, err := node.StartProcesses(context.Background(), n, node.Config{FakeClock: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &cluster{nodes: g, inspect: g.NewClients()}
+	for _, nd := range g {
+		cl.clients = append(cl.clients, redis.NewClient(&redis.Options{Addr: nd.Addr()}))
+	}
+	t.Cleanup(func() {
+		node.CloseClients(cl.clients)
+		node.CloseClients(cl.inspect)
+		g.Close()
+	})
+	c, err := redlock.New(cl.clients, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Provision(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// ADV3-6a: the nodes' clocks step back a minute (all nodes on one host, an
+// NTP step). A waiter queued before the step now stands a minute behind
+// every newcomer: newcomers take the lock turn after turn, the old waiter
+// times out. Same starvation as issue 11 item 6, moved to node clocks.
+func TestNodeClockStepBackDoesNotStarveAQueuedWaiter(t *testing.T) {
+	cl := startFakeClockCluster(t, 3)
+	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)}
+	holder := cl.newClient(t, opts...)
+	ctx := context.Background()
+	h, err := holder.TryLock(ctx, "step")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := cl.newClient(t, opts...)
+	got := lockAndUnlock(old, "step", 5*time.Second) // queued at node time T
+	time.Sleep(300 * time.Millisecond)
+	for _, nd := range cl.nodes {
+		if err := nd.JumpClock(ctx, -time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newcomers := cl.newClient(t, opts...)
+	lctx, stop := context.WithTimeout(ctx, 8*time.Second)
+	defer stop()
+	var took atomic.Int64
+	var loops sync.WaitGroup
+	defer loops.Wait()
+	defer stop()
+	for range 3 {
+		loops.Go(func() {
+			for lctx.Err() == nil {
+				l, err := newcomers.Lock(lctx, "step")
+				if err != nil {
+					return
+				}
+				took.Add(1)
+				time.Sleep(2 * time.Millisecond)
+				l.Unlock(context.Background())
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	h.Unlock(ctx)
+	if err := <-got; err != nil {
+		t.Errorf("waiter queued before the step: %v; newcomers acquired %d times meanwhile", err, took.Load())
+	}
+	t.Logf("newcomers acquired %d times", took.Load())
+}
