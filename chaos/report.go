@@ -140,7 +140,11 @@ func timeline(r *Result) string {
 		laneEnd[lane[i]] = x(f.At) + 2 + labelWidth(short(f)) + 6
 	}
 	top := 26 + laneH*len(laneEnd)
-	height := top + rowH*workers + 20
+	axisY := top + rowH*workers + 18 // the seconds' labels
+	height := axisY + 2
+	if h.Length > span {
+		height += 12 // a line below them says where the workload ended
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-size="10">`, width, height)
 	step := time.Second
@@ -149,10 +153,10 @@ func timeline(r *Result) string {
 	}
 	for s := time.Duration(0); s <= span; s += step {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#eee"/><text x="%.1f" y="%d" fill="#999">%gs</text>`,
-			x(s), top-8, x(s), height-10, x(s)+2, height-2, s.Seconds())
+			x(s), top-8, x(s), axisY-8, x(s)+2, axisY, s.Seconds())
 	}
 	if h.Length > span {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#999" text-anchor="end">workload ran %v; nothing happened after %v &#8594;</text>`,
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#999" text-anchor="end">the workload ran %v; nothing happened after %v</text>`,
 			width-12, height-2, h.Length.Round(100*time.Millisecond), span.Round(10*time.Millisecond))
 	}
 	for i := range workers {
@@ -202,7 +206,7 @@ func timeline(r *Result) string {
 	}
 	for i, f := range faults {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#1d4ed8" stroke-dasharray="3,2"><title>%v %s: %s</title></line>`,
-			x(f.At), top-6, x(f.At), height-14, f.At.Round(time.Millisecond), f.Target, f.What)
+			x(f.At), top-6, x(f.At), axisY-8, f.At.Round(time.Millisecond), f.Target, f.What)
 		if f.Until > f.At {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="4" fill="#1d4ed8" opacity="0.5"><title>%s: %s</title></rect>`,
 				x(f.At), top-8, max(x(f.Until)-x(f.At), 1), f.Target, f.What)
