@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -60,7 +58,11 @@ func TestHelpExitsZero(t *testing.T) {
 // The operator's binary used to link package testing and the Docker client
 // through node/ and chaos/ (issue 14); they moved to cmd/redlock-chaos.
 func TestOperatorBinaryLinksNoTestCode(t *testing.T) {
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	// go test puts its own GOROOT/bin first in PATH.
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
