@@ -35,11 +35,11 @@ test: deps
 ## demo: every chaos scenario, with and without fencing, a few seconds each; prints the
 ## table and writes chaos-report.html.
 demo: deps
-	$(GO) run ./cmd/redlock chaos -duration 4s -report chaos-report.html
+	$(GO) run ./cmd/redlock-chaos chaos -duration 4s -report chaos-report.html
 
 ## chaos: the long version, 30 s per scenario and mode.
 chaos: deps
-	$(GO) run ./cmd/redlock chaos -duration 30s -report chaos-report.html
+	$(GO) run ./cmd/redlock-chaos chaos -duration 30s -report chaos-report.html
 
 ## lint: go vet and staticcheck.
 lint:

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,8 +31,17 @@ func (e *exitError) Unwrap() error { return e.err }
 const execUsage = `usage: redlock exec [flags] NAME -- CMD [ARGS...]
 
 Holds the lock NAME while CMD runs, like etcdctl lock and consul lock. CMD gets REDLOCK_NAME and
-REDLOCK_TOKEN (its fencing token). The lock is extended every TTL/3; if it is lost, CMD gets SIGTERM
-(at the latest when the validity ends), then SIGKILL after --grace.
+REDLOCK_TOKEN (its fencing token). CMD runs in a process group of its own. The lock is extended
+every TTL/3; if it is lost, CMD's whole process group (CMD and everything it started) gets SIGTERM
+(at the latest when the validity ends), then SIGKILL after --grace. SIGINT and SIGTERM sent to
+redlock exec are passed on to the group.
+
+Cron on several hosts, exactly one run per tick (docs/operations.md, section 4):
+  redlock exec --name-per-tick 1m --hold-for 30s --ttl 30s NAME -- CMD
+locks NAME:<tick start, UTC> instead of NAME, retries when the hosts' votes split, and never
+releases that name: it stays taken a TTL after CMD ends, and at least --hold-for plus TTL after it
+was taken, so that a host that starts late in the same tick finds it taken. Exactly one host runs
+each tick if the hosts' start times, clock skew included, spread less than --hold-for + TTL/2.
 
 Exit codes:
   CMD's own  CMD ran under the lock (128+N if a signal N ended it)
@@ -39,8 +49,10 @@ Exit codes:
   69         no lock could be taken: too few nodes answered, or the deployment is not provisioned
              (run "redlock provision"); alert on it, no host runs the job
   75         the lock was lost while CMD ran; CMD may have overlapped another holder
-  127        CMD could not be started
+  127        CMD could not be started (not found, not executable)
+  128+N      signal N (SIGINT 130, SIGTERM 143) ended redlock exec while it waited for the lock
   2          bad flags, nodes or lock name
+  1          anything else
 
 Flags:
 `
@@ -50,8 +62,9 @@ Flags:
 //	redlock exec --nodes redis://h1:6379,redis://h2:6379,... --ttl 10s NAME -- CMD ARGS...
 //
 // Exit codes: 73 held elsewhere, 69 no quorum or not provisioned, 75 lock
-// lost while the command ran, 127 command not started, 2 bad input;
-// otherwise the child's.
+// lost while the command ran, 127 command not started, 128+N interrupted
+// by signal N before the command started, 2 bad input; otherwise the
+// child's.
 func runExec(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), execUsage); fs.PrintDefaults() }
@@ -60,6 +73,8 @@ func runExec(ctx context.Context, args []string, stderr io.Writer) error {
 	wait := fs.Duration("wait", 0, "how long to wait for the lock (0: fail at once if held)")
 	grace := fs.Duration("grace", 10*time.Second, "after SIGTERM on lock loss, how long before SIGKILL")
 	nodeTimeout := fs.Duration("node-timeout", redlock.DefaultNodeTimeout, "per-node timeout")
+	perTick := fs.Duration("name-per-tick", 0, "lock NAME:<start of the current tick, UTC> for ticks of this length (it must divide 24h), never released")
+	holdFor := fs.Duration("hold-for", 0, "keep the lock at least this long after taking it, even if CMD ends sooner")
 	if err := fs.Parse(args); err != nil {
 		return usageError(err)
 	}
@@ -70,6 +85,18 @@ func runExec(ctx context.Context, args []string, stderr io.Writer) error {
 	name, cmdArgs := rest[0], rest[1:]
 	if cmdArgs[0] == "--" {
 		cmdArgs = cmdArgs[1:]
+	}
+	if *perTick != 0 {
+		if *wait > 0 {
+			return &exitError{2, errors.New("--name-per-tick and --wait exclude each other: a tick's name is taken once")}
+		}
+		var err error
+		if name, err = tickName(name, *perTick, time.Now()); err != nil {
+			return &exitError{2, err}
+		}
+	}
+	if *holdFor < 0 {
+		return &exitError{2, errors.New("--hold-for must not be negative")}
 	}
 	clients, err := dialNodes(*nodesFlag)
 	if err != nil {
@@ -87,36 +114,60 @@ func runExec(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer c.Close()
 
-	lockCtx := ctx
-	if *wait > 0 {
-		var cancel context.CancelFunc
-		lockCtx, cancel = context.WithTimeout(ctx, *wait)
-		defer cancel()
-	}
 	var l *redlock.Lock
-	if *wait > 0 {
+	switch {
+	case *perTick != 0:
+		l, err = tryLockContended(ctx, c, name, *ttl/2)
+	case *wait > 0:
+		lockCtx, cancel := context.WithTimeout(ctx, *wait)
+		defer cancel()
 		l, err = c.Lock(lockCtx, name)
-	} else {
-		l, err = c.TryLock(lockCtx, name)
+	default:
+		l, err = c.TryLock(ctx, name)
 	}
 	if err != nil {
+		if s, ok := context.Cause(ctx).(signalled); ok {
+			return &exitError{128 + int(s.sig), fmt.Errorf("waiting for %q: %w", name, s)}
+		}
 		return acquireError(name, err)
 	}
-	return holdWhileRunning(ctx, c, l, cmdArgs, *ttl, *grace)
+	return holdWhileRunning(ctx, l, cmdArgs, holding{ttl: *ttl, grace: *grace, holdFor: *holdFor, keep: *perTick != 0})
+}
+
+// holding says how holdWhileRunning keeps a lock.
+type holding struct {
+	ttl     time.Duration // the client's TTL: extend every ttl/3
+	grace   time.Duration // SIGTERM to SIGKILL after the lock is lost
+	holdFor time.Duration // keep the lock at least this long after taking it
+	keep    bool          // leave the lock to expire instead of releasing it
 }
 
 // holdWhileRunning runs the child under l, extending it, and stops the
-// child if the lock is lost: as soon as an extension fails and the validity
-// left would not last until the next try, and at the latest when the
-// validity ends, even while an extension is still waiting for the nodes.
-func holdWhileRunning(ctx context.Context, c *redlock.Client, l *redlock.Lock, argv []string, ttl, grace time.Duration) error {
-	defer l.Unlock(context.Background())
+// child's process group if the lock is lost: as soon as an extension fails
+// and the validity left would not last until the next try, and at the
+// latest when the validity ends, even while an extension is still waiting
+// for the nodes. If the child ends sooner than h.holdFor after l was
+// taken, the lock is kept, extended, until then.
+func holdWhileRunning(ctx context.Context, l *redlock.Lock, argv []string, h holding) error {
+	taken := time.Now()
+	release := true
+	defer func() {
+		if release {
+			l.Unlock(context.Background())
+		}
+	}()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "REDLOCK_NAME="+l.Name(), "REDLOCK_TOKEN="+strconv.FormatUint(l.Token(), 10))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Listen before the start, so that no signal falls between the two.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
 		return &exitError{127, fmt.Errorf("start %s: %w", argv[0], err)}
 	}
+	group := processGroup(cmd.Process.Pid)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
@@ -129,32 +180,80 @@ func holdWhileRunning(ctx context.Context, c *redlock.Client, l *redlock.Lock, a
 			<-extended // bounded by the node timeout
 		}
 	}()
-	tick := time.NewTicker(ttl / 3)
+	tick := time.NewTicker(h.ttl / 3)
 	defer tick.Stop()
 	var lost error
+	var killAt time.Time
 	var kill *time.Timer
 	stop := func(why error) {
 		lost = why
-		fmt.Fprintf(os.Stderr, "redlock: lock %q lost (%v); sending SIGTERM to %s, SIGKILL in %v\n", l.Name(), why, argv[0], grace)
-		cmd.Process.Signal(syscall.SIGTERM)
-		kill = time.AfterFunc(grace, func() { cmd.Process.Signal(syscall.SIGKILL) })
+		fmt.Fprintf(os.Stderr, "redlock: lock %q lost (%v); sending SIGTERM to %s and its process group, SIGKILL in %v\n", l.Name(), why, argv[0], h.grace)
+		group.signal(syscall.SIGTERM)
+		killAt = time.Now().Add(h.grace)
+		kill = time.AfterFunc(h.grace, func() { group.signal(syscall.SIGKILL) })
 	}
+	var result error
+	// finish ends a run whose child has exited. A kept lock (a tick's name)
+	// is extended once more, so that it stays taken a whole TTL after the
+	// child or the hold ended, not just what was left of the last extension.
+	finish := func() error {
+		if h.keep {
+			release = false
+			if extending {
+				<-extended
+				extending = false
+			}
+			if err := l.Extend(context.Background()); err != nil {
+				fmt.Fprintf(os.Stderr, "redlock: could not extend %q one last time: %v\n", l.Name(), err)
+			}
+		}
+		return result
+	}
+	var held <-chan time.Time // after the child's exit: the end of --hold-for
+	interrupts := 0           // signals and cancellations: no holding on after the child
 	interrupted, expired := ctx.Done(), l.Done()
 	for {
 		select {
 		case err := <-exited:
-			if kill != nil {
-				kill.Stop()
-			}
+			exited = nil
 			if lost != nil {
+				// The leader is gone; what it started must not outlive the
+				// lock's loss either, so the rest of the group gets the
+				// rest of the grace.
+				reapGroup(group, killAt)
+				kill.Stop()
 				return &exitError{75, fmt.Errorf("lock %q lost while the command ran: %w", l.Name(), lost)}
 			}
-			return childExit(err)
+			result = childExit(err)
+			left := time.Until(taken.Add(h.holdFor))
+			if left <= 0 || interrupts > 0 {
+				return finish()
+			}
+			held = time.After(left)
+		case <-held:
+			return finish()
+		case s := <-sigs:
+			interrupts++
+			if exited == nil { // holding on after the child: an interrupt ends it
+				return finish()
+			}
+			group.signal(s.(syscall.Signal))
 		case <-interrupted:
 			interrupted = nil
-			cmd.Process.Signal(syscall.SIGTERM) // pass the interrupt on; the child decides
+			interrupts++
+			if exited == nil {
+				return finish()
+			}
+			if _, ok := context.Cause(ctx).(signalled); !ok {
+				// Cancelled by a caller, not a signal (which sigs passed on).
+				group.signal(syscall.SIGTERM)
+			}
 		case <-expired:
 			expired = nil
+			if exited == nil {
+				fmt.Fprintf(os.Stderr, "redlock: lock %q lost after the command ended, within --hold-for\n", l.Name())
+				return result
+			}
 			if lost == nil {
 				stop(errors.New("validity ended"))
 			}
@@ -166,11 +265,24 @@ func holdWhileRunning(ctx context.Context, c *redlock.Client, l *redlock.Lock, a
 			go func() { extended <- l.Extend(context.Background()) }()
 		case err := <-extended:
 			extending = false
-			if lost == nil && err != nil && (errors.Is(err, redlock.ErrExpired) || time.Until(l.Until()) <= ttl/3) {
+			if lost == nil && err != nil && (errors.Is(err, redlock.ErrExpired) || time.Until(l.Until()) <= h.ttl/3) {
+				if exited == nil {
+					fmt.Fprintf(os.Stderr, "redlock: lock %q lost after the command ended, within --hold-for: %v\n", l.Name(), err)
+					return result
+				}
 				stop(err)
 			}
 		}
 	}
+}
+
+// reapGroup waits, until deadline at the latest, for the processes left in
+// the group to exit, then kills what remains.
+func reapGroup(g processGroup, deadline time.Time) {
+	for g.alive() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	g.signal(syscall.SIGKILL)
 }
 
 // acquireError gives a failed acquisition its exit code: 73 only when

@@ -173,7 +173,7 @@ func TestExecStopsTheChildAtTheValidityEndWhileAnExtensionHangs(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "terminated")
 	child := []string{"sh", "-c", `trap 'echo > "$0"; kill $!; exit 0' TERM; sleep 10 & wait`, marker}
 	done := make(chan error, 1)
-	go func() { done <- holdWhileRunning(ctx, a, l, child, ttl, time.Second) }()
+	go func() { done <- holdWhileRunning(ctx, l, child, holding{ttl: ttl, grace: time.Second}) }()
 	var signalled, got bool
 	for deadline := time.Now().Add(3 * ttl); !got && time.Now().Before(deadline); {
 		if lb, err := b.TryLock(ctx, "job"); err == nil {

@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/quorumlock/redlock"
 )
 
 // exec on a deployment nobody provisioned used to exit 73, the code for
@@ -48,5 +52,37 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"bogus"}, &bytes.Buffer{}); exitCode(err) != 2 {
 		t.Errorf("unknown command: %v, want exit 2", err)
+	}
+}
+
+// The operator's binary used to link package testing and the Docker client
+// through node/ and chaos/ (issue 14); they moved to cmd/redlock-chaos.
+func TestOperatorBinaryLinksNoTestCode(t *testing.T) {
+	// go test puts its own GOROOT/bin first in PATH.
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "testing" || strings.Contains(pkg, "docker") ||
+			strings.HasPrefix(pkg, "github.com/quorumlock/redlock/node") || strings.HasPrefix(pkg, "github.com/quorumlock/redlock/chaos") {
+			t.Errorf("cmd/redlock links %s", pkg)
+		}
+	}
+}
+
+// Errors printed "redlock: redlock:" (issue 14): the library's prefix,
+// wrapped or not, is said once.
+func TestErrorLineSaysRedlockOnce(t *testing.T) {
+	err := acquireError("x", fmt.Errorf("wrapped: %w", redlock.ErrUnavailable))
+	if line := errorLine(err); strings.Count(line, "redlock:") != 1 {
+		t.Errorf("%q", line)
+	}
+	if line := errorLine(redlock.ErrEmptyName); line != "redlock: empty lock name" {
+		t.Errorf("%q", line)
 	}
 }
