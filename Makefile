@@ -7,7 +7,12 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The race detector needs cgo.
 export CGO_ENABLED := 1
 
-.PHONY: all deps test demo chaos lint bench clean
+# The packages whose tests talk to server processes: the Valkey and FIPS passes run these.
+NODE_PKGS   := . ./fence ./cmd/redlock ./internal/luascript
+# The oldest Go the module declares (go.mod's go line): test-oldest-go builds with it.
+GO_MIN      := $(shell sed -n 's/^go //p' go.mod)
+
+.PHONY: all deps deps-valkey test test-valkey test-fips test-oldest-go ci demo chaos lint bench clean
 
 all: lint test
 
@@ -31,6 +36,32 @@ deps:
 test: deps
 	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
 	cd redlockotel && $(GO) test -race -count=1 -timeout 5m ./...
+
+## deps-valkey: install valkey-server 8.0 from Debian's backports suite, beside redis-server
+## (.ci/install-valkey derives the apt source from the machine's own Debian source).
+deps-valkey: deps
+	.ci/install-valkey
+
+## test-valkey: the packages that talk to nodes, against valkey-server instead of redis-server
+## (REDLOCK_SERVER_BINARY, read by node.StartProcess). Without -race: `make test` has run it.
+test-valkey: deps-valkey
+	REDLOCK_SERVER_BINARY=valkey-server $(GO) test -count=1 -p 1 -timeout 20m $(NODE_PKGS)
+
+## test-fips: the same packages in FIPS 140-only mode, where any use of a non-approved
+## algorithm (SHA-1 among them) panics.
+test-fips: deps
+	GODEBUG=fips140=only $(GO) test -count=1 -p 1 -timeout 20m $(NODE_PKGS)
+
+## test-oldest-go: build and vet every package with the oldest Go that go.mod declares
+## (GOTOOLCHAIN fetches it through the module proxy), and run the fence's and scripts' tests.
+test-oldest-go: deps
+	GOTOOLCHAIN=go$(GO_MIN) $(GO) version
+	GOTOOLCHAIN=go$(GO_MIN) $(GO) vet ./...
+	cd redlockotel && GOTOOLCHAIN=go$(GO_MIN) $(GO) vet ./...
+	GOTOOLCHAIN=go$(GO_MIN) $(GO) test -count=1 -p 1 -timeout 10m ./fence ./internal/luascript
+
+## ci: what .ci/run runs, in order.
+ci: lint test test-valkey test-fips test-oldest-go
 
 ## demo: every chaos scenario, with and without fencing, a few seconds each; prints the
 ## table and writes chaos-report.html.

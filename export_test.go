@@ -66,7 +66,7 @@ func ScriptName(args []any) string {
 		"release": releaseLua, "extend": extendLua, "state": nodeStateLua, "claim": claimLua,
 		"roster": rosterLua, "assign": assignLua, "swap-uuid": swapUUIDLua, "repair": repairLua,
 	} {
-		if body == s.Hash() {
+		if h := s.Hash(); h != "" && body == h {
 			return name
 		}
 	}

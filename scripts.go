@@ -3,7 +3,9 @@ package redlock
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 
+	"github.com/quorumlock/redlock/internal/luascript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -200,16 +202,12 @@ var (
 	extendLua  = newScript(extendScript)
 )
 
-// script is a Lua script with the head of its EVALSHA call boxed once.
-type script struct {
-	*redis.Script
-	evalsha [2]any // "evalsha", the digest
-}
+// script is a Lua script whose digest a node tells (luascript): nothing is
+// hashed in Go, so the library works under GODEBUG=fips140=only, where
+// go-redis's redis.NewScript panics.
+type script struct{ *luascript.Script }
 
-func newScript(src string) *script {
-	s := redis.NewScript(src)
-	return &script{Script: s, evalsha: [2]any{"evalsha", s.Hash()}}
-}
+func newScript(src string) *script { return &script{luascript.New(src)} }
 
 // numKeys holds the numkeys argument, as a string because go-redis's
 // Cluster routing reads it as one.
@@ -236,28 +234,52 @@ func boxKeys(keys ...string) []any {
 type scriptCall struct {
 	script *script
 	keys   int
-	args   []any // EVALSHA digest numkeys keys... argv...
+	// args is EVALSHA digest numkeys keys... argv..., or EVAL source ...
+	// while the digest is not known; swapped once for the EVALSHA form when
+	// a node has told it.
+	args atomic.Pointer[[]any]
 }
 
 // newScriptCall builds a call; keys are boxed (boxKeys), so that the
 // arguments a lock sends in every call are boxed once for its lifetime.
 func newScriptCall(s *script, keys []any, argv ...any) *scriptCall {
+	sc := &scriptCall{script: s, keys: len(keys)}
+	sc.args.Store(sc.build(s.Hash(), keys, argv))
+	return sc
+}
+
+// build boxes the command: EVALSHA with digest h, or EVAL if h is "".
+func (sc *scriptCall) build(h string, keys, argv []any) *[]any {
 	args := make([]any, 0, 3+len(keys)+len(argv))
-	args = append(args, s.evalsha[0], s.evalsha[1], numKeys[len(keys)])
-	args = append(append(args, keys...), argv...)
-	return &scriptCall{script: s, keys: len(keys), args: args}
+	if h != "" {
+		args = append(args, "evalsha", h)
+	} else {
+		args = append(args, "eval", sc.script.Source())
+	}
+	args = append(append(append(args, numKeys[len(keys)]), keys...), argv...)
+	return &args
 }
 
 // run sends the call to node, and the script's source if the node does not
 // know it yet (a fresh or restarted node), as Script.Run does.
 func (sc *scriptCall) run(ctx context.Context, node redis.UniversalClient) *redis.Cmd {
-	cmd := node.Do(ctx, sc.args...)
-	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		keys := make([]string, sc.keys)
-		for i := range keys {
-			keys[i] = sc.args[3+i].(string)
+	args := *sc.args.Load()
+	if args[0] == "eval" {
+		if h := sc.script.Hash(); h != "" {
+			next := sc.build(h, args[3:3+sc.keys], args[3+sc.keys:])
+			sc.args.Store(next)
+			args = *next
 		}
-		return sc.script.Eval(ctx, node, keys, sc.args[3+sc.keys:]...)
+	}
+	cmd := node.Do(ctx, args...)
+	err := cmd.Err()
+	switch {
+	case args[0] == "eval":
+		if luascript.Answered(err) {
+			sc.script.Learn(ctx, node)
+		}
+	case luascript.IsNoScript(err):
+		return node.Do(ctx, *sc.build("", args[3:3+sc.keys], args[3+sc.keys:])...)
 	}
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/luascript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -78,7 +79,9 @@ if op == 'get' and r then return {1, t, 1, r} end
 return {1, t, 0, ''}
 `
 
-var fenceLua = redis.NewScript(fenceScript)
+// fenceLua asks the server for its digest (luascript): redis.NewScript
+// hashes in Go, which panics under GODEBUG=fips140=only.
+var fenceLua = luascript.New(fenceScript)
 
 // MaxRedisToken is the largest token Redis admits: 2^53-1. Larger tokens
 // are refused with ErrTokenRange. The script would compare them exactly,

@@ -14,13 +14,24 @@ import (
 //
 // Debian's redis-server is linked with jemalloc, which deadlocks at start
 // under libfaketime ("Unexpected recursive calls to clock_gettime()"). A
-// stub libjemalloc.so.2 that defines only the three symbols redis-server
-// asks for makes it fall back to glibc malloc.
+// stub libjemalloc.so.2 that defines only the symbols the server asks for
+// makes it fall back to glibc malloc. valkey-server asks for one more,
+// sdallocx (a sized free: the memory came from glibc, so free it is), and
+// asserts that the statistics mallctl calls succeed (every 100 ms, in
+// serverCron): those answer zeros, and a page size that is not zero.
 
 const jemallocStub = `#include <stddef.h>
-int mallctl(const char *n, void *o, size_t *ol, void *nw, size_t nl) { return 2; }
+#include <stdlib.h>
+#include <string.h>
+int mallctl(const char *n, void *o, size_t *ol, void *nw, size_t nl) {
+	if (strcmp(n, "epoch") != 0 && strncmp(n, "stats.", 6) != 0 && strncmp(n, "arenas.", 7) != 0) return 2;
+	if (o && ol) memset(o, 0, *ol);
+	if (o && ol && *ol == sizeof(size_t) && strcmp(n, "arenas.page") == 0) *(size_t *)o = 4096;
+	return 0;
+}
 void malloc_stats_print(void (*cb)(void *, const char *), void *a, const char *o) {}
 size_t nallocx(size_t size, int flags) { return size; }
+void sdallocx(void *p, size_t size, int flags) { free(p); }
 `
 
 var libfaketimePaths = []string{

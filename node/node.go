@@ -95,7 +95,8 @@ func (p Persistence) args() []string {
 
 // Errors.
 var (
-	// ErrRedisServerMissing: no redis-server binary was found.
+	// ErrRedisServerMissing: no server binary was found (redis-server, or
+	// the one Config.Binary or $REDLOCK_SERVER_BINARY names).
 	ErrRedisServerMissing = errors.New("node: redis-server not found in PATH; install it with " +
 		"`sudo apt-get install -y redis-server` (Debian/Ubuntu) or run `make deps`")
 	// ErrState: the fault does not apply in the node's current state (for

@@ -24,7 +24,9 @@ type Config struct {
 	Name string
 	// Persistence chooses what survives a restart.
 	Persistence Persistence
-	// Binary is the redis-server to run; empty means the one on PATH.
+	// Binary is the server to run, a path or a name looked up in PATH.
+	// Empty means $REDLOCK_SERVER_BINARY (ServerBinaryEnv) if set, such as
+	// "valkey-server" to run the suite against Valkey, else "redis-server".
 	Binary string
 	// BaseDir holds the node's temporary directory; empty means os.TempDir().
 	BaseDir string
@@ -73,7 +75,7 @@ var _ Node = (*Process)(nil)
 func StartProcess(ctx context.Context, cfg Config) (*Process, error) {
 	binary := cfg.Binary
 	if binary == "" {
-		binary = "redis-server"
+		binary = DefaultBinary()
 	}
 	path, err := exec.LookPath(binary)
 	if err != nil {
@@ -117,6 +119,21 @@ func StartProcess(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// ServerBinaryEnv names the environment variable that chooses the server
+// StartProcess runs when Config.Binary is empty.
+const ServerBinaryEnv = "REDLOCK_SERVER_BINARY"
+
+// DefaultBinary is the server StartProcess runs when Config.Binary is
+// empty: $REDLOCK_SERVER_BINARY, or "redis-server" if that is unset. The
+// server must speak Redis 7's protocol and Lua: redis-server 7.0 or later,
+// or valkey-server.
+func DefaultBinary() string {
+	if b := os.Getenv(ServerBinaryEnv); b != "" {
+		return b
+	}
+	return "redis-server"
 }
 
 // handedOut holds every port freePort has returned in this process. A port

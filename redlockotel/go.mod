@@ -1,6 +1,6 @@
 module github.com/quorumlock/redlock/redlockotel
 
-go 1.26.8
+go 1.26.0
 
 replace github.com/quorumlock/redlock => ../
 
