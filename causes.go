@@ -156,7 +156,8 @@ type watchEntry struct {
 }
 
 // watchDials returns node's dial record, adding the hook on first sight.
-// Only go-redis's own client types are watched; for others it returns nil.
+// Only go-redis's own client types are watched; for others, and for a
+// client that cannot take a hook, it returns nil.
 func watchDials(node redis.UniversalClient) *dialRecord {
 	var addr uintptr
 	var alive func() bool
@@ -181,9 +182,23 @@ func watchDials(node redis.UniversalClient) *dialRecord {
 		}
 	}
 	rec := &dialRecord{}
-	node.AddHook(dialWatch{rec: rec})
+	if !addHook(node, dialWatch{rec: rec}) {
+		return nil
+	}
 	watched[addr] = watchEntry{alive: alive, rec: rec}
 	return rec
+}
+
+// addHook adds h to node, reporting false if the client panicked: a
+// go-redis client that was never set up (a zero redis.Client{}).
+func addHook(node redis.UniversalClient, h redis.Hook) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	node.AddHook(h)
+	return true
 }
 
 func weakEntry[T any](p *T) (uintptr, func() bool) {
