@@ -54,7 +54,8 @@ func permanentKind(err error) error {
 	case strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS") ||
 		strings.HasPrefix(msg, "ERR AUTH") || strings.HasPrefix(msg, "ERR invalid password"):
 		return ErrAuth
-	case strings.Contains(msg, "NOPERM") || strings.Contains(msg, "The user executing the script can't"):
+	case strings.Contains(msg, "NOPERM") || strings.Contains(msg, "The user executing the script can't") ||
+		strings.Contains(msg, "ACL failure in script"): // Valkey 8's words for a command the ACL denies a script
 		return ErrNoPermission
 	case strings.HasPrefix(msg, "ERR ") && (strings.Contains(msg, "user_script") ||
 		strings.Contains(msg, "Error running script") || strings.Contains(msg, "Error compiling script") ||

@@ -25,6 +25,7 @@ func TestPermanentKind(t *testing.T) {
 		{"NOAUTH Authentication required.", ErrAuth},
 		{"NOPERM this user has no permissions to run the 'eval' command", ErrNoPermission},
 		{"ERR The user executing the script can't run this command or subcommand script: 6163, on @user_script:1.", ErrNoPermission},
+		{"ERR ACL failure in script: User locker has no permissions to run the 'incr' command script: b88a, on @user_script:97.", ErrNoPermission}, // Valkey 8.0
 		{"ERR user_script:1: attempt to perform arithmetic on a nil value script: d13b, on @user_script:1.", ErrScript},
 		{"ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'", ErrScript},
 		{"ERR Unknown Redis command called from script script: 7ae0, on @user_script:1.", ErrScript},

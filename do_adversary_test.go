@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -31,25 +30,6 @@ func (h afterHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-func (cl *cluster) afterHooked(t *testing.T, h afterHook, opts ...redlock.Option) *redlock.Client {
-	t.Helper()
-	clients := make([]redis.UniversalClient, len(cl.nodes))
-	for i, n := range cl.nodes {
-		rc := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
-		rc.AddHook(h)
-		clients[i] = rc
-	}
-	c, err := redlock.New(clients, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		node.CloseClients(clients)
-	})
-	return c
-}
-
 // From an adversarial review: fn's context is still live after fn returned, while Do's Unlock
 // has already deleted the keys and another client holds the lock. Do
 // cancels fnCtx only in its deferred cancel(nil), after Unlock returns.
@@ -57,11 +37,11 @@ func TestDoEndsFnsContextBeforeTheRelease(t *testing.T) {
 	cl := startCluster(t, 3)
 	opts := []redlock.Option{redlock.WithTTL(3 * time.Second), redlock.WithNodeTimeout(time.Second)}
 	var slowRelease atomic.Bool
-	a := cl.afterHooked(t, func(ctx context.Context, script string) {
+	a := cl.hooked(t, afterHook(func(ctx context.Context, script string) {
 		if script == "release" && slowRelease.Load() {
 			time.Sleep(500 * time.Millisecond) // the release was applied; its reply is late
 		}
-	}, opts...)
+	}), opts...)
 	b := cl.newClient(t, opts...)
 	ctx := context.Background()
 	liveWhenBHeld := make(chan bool, 1)
@@ -102,7 +82,7 @@ func TestDoDoesNotWaitForAnExtensionAfterFnReturns(t *testing.T) {
 	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(timeout)}
 	started := make(chan struct{})
 	var once atomic.Bool
-	a := cl.hooked(t, func(ctx context.Context, script string) error {
+	a := cl.hooked(t, scriptHook(func(ctx context.Context, script string) error {
 		if script != "extend" {
 			return nil
 		}
@@ -111,7 +91,7 @@ func TestDoDoesNotWaitForAnExtensionAfterFnReturns(t *testing.T) {
 		}
 		<-ctx.Done() // paused nodes
 		return ctx.Err()
-	}, opts...)
+	}), opts...)
 	b := cl.newClient(t, opts...)
 	ctx := context.Background()
 	liveWhenBHeld := make(chan bool, 1)
@@ -154,11 +134,11 @@ func TestLateExtensionReplyUnderDo(t *testing.T) {
 	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(time.Second)}
 	var n atomic.Int32
 	n.Store(100) // warm-up: load the scripts unslowed
-	a := cl.afterHooked(t, func(ctx context.Context, script string) {
+	a := cl.hooked(t, afterHook(func(ctx context.Context, script string) {
 		if script == "extend" && n.Add(1) <= 3 {
 			time.Sleep(2200 * time.Millisecond) // applied at ~1 s, reply at ~3.2 s: past Until (~2.95 s)
 		}
-	}, opts...)
+	}), opts...)
 	ctx := context.Background()
 	if w, err := a.TryLock(ctx, "warm"); err == nil {
 		w.Extend(ctx)

@@ -45,17 +45,7 @@ func newOn(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Option
 func TestRepairFloorBoundsAStaleHOnAPromotedReplica(t *testing.T) {
 	cl := startFreshCluster(t, 3)
 	ctx := context.Background()
-	replica, err := node.StartProcess(ctx, node.Config{Name: "n1-replica"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer replica.Close()
-	rc := replica.NewClient()
-	defer rc.Close()
-	host, port, _ := strings.Cut(cl.nodes[1].Addr(), ":")
-	if err := rc.ReplicaOf(ctx, host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
+	replica, rc := cl.startReplica(t, 1)
 	opts := []redlock.Option{redlock.WithTTL(30 * time.Second), redlock.WithNodeTimeout(10 * time.Second)}
 	// Provisioned after the replica attached (attaching the first replica
 	// changes the master's replication id).
@@ -283,17 +273,7 @@ func TestALostStampFromAnEarlierEpisodeDoesNotShortenTheDelay(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 2 * time.Second
 	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(200 * time.Millisecond)}
-	replica, err := node.StartProcess(ctx, node.Config{Name: "n0-replica"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer replica.Close()
-	rc := replica.NewClient()
-	defer rc.Close()
-	host, port, _ := strings.Cut(cl.nodes[0].Addr(), ":")
-	if err := rc.ReplicaOf(ctx, host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
+	replica, rc := cl.startReplica(t, 0)
 	waitReplicated(t, cl.inspect[0], rc)
 	// Episode 1: n0 serves under a new replication id; the first fenced call stamps it.
 	touch := cl.actor(t, nil, opts...)

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,17 +21,7 @@ import (
 func TestPromotedReplicaIsAmnesiacUntilRepaired(t *testing.T) {
 	cl := startFreshCluster(t, 3)
 	ctx := context.Background()
-	replica, err := node.StartProcess(ctx, node.Config{Name: "n0-replica"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer replica.Close()
-	rc := replica.NewClient()
-	defer rc.Close()
-	host, port, _ := strings.Cut(cl.nodes[0].Addr(), ":")
-	if err := rc.ReplicaOf(ctx, host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
+	replica, rc := cl.startReplica(t, 0)
 	opts := []redlock.Option{redlock.WithNodeTimeout(time.Second)}
 	if err := cl.newClient(t, opts...).Provision(ctx); err != nil {
 		t.Fatal(err)
@@ -101,6 +92,25 @@ func TestPromotedReplicaIsAmnesiacUntilRepaired(t *testing.T) {
 	if l.Token() <= last {
 		t.Fatalf("after repair: token %d, not above %d", l.Token(), last)
 	}
+}
+
+// startReplica starts a replica of node i, closed when the test ends, and
+// returns it with a client for it.
+func (cl *cluster) startReplica(t *testing.T, i int) (*node.Process, *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	replica, err := node.StartProcess(ctx, node.Config{Name: fmt.Sprintf("n%d-replica", i)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { replica.Close() })
+	rc := replica.NewClient()
+	t.Cleanup(func() { rc.Close() })
+	host, port, _ := strings.Cut(cl.nodes[i].Addr(), ":")
+	if err := rc.ReplicaOf(ctx, host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return replica, rc
 }
 
 // waitReplicated waits until replica has caught up with master.

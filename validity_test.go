@@ -33,7 +33,7 @@ func (h scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 // hooked is a lock client whose wires to every node run h.
-func (cl *cluster) hooked(t *testing.T, h scriptHook, opts ...redlock.Option) *redlock.Client {
+func (cl *cluster) hooked(t *testing.T, h redis.Hook, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
 	clients := make([]redis.UniversalClient, len(cl.nodes))
 	for i, n := range cl.nodes {
@@ -139,7 +139,7 @@ func TestUntilCountsFromTheStartOnce(t *testing.T) {
 		}
 		return nil
 	}
-	c := cl.hooked(t, hook, redlock.WithTTL(ttl), redlock.WithNodeTimeout(timeout))
+	c := cl.hooked(t, scriptHook(hook), redlock.WithTTL(ttl), redlock.WithNodeTimeout(timeout))
 	validity := ttl - redlock.Drift(c)
 	ctx := context.Background()
 	// Load the scripts first: a NOSCRIPT reply makes a second, slowed call.
