@@ -136,14 +136,14 @@ func TestRoundTwoDelayedPastRetentionFails(t *testing.T) {
 	}
 }
 
-// 10,000 fenced names, each locked and released once: once R has passed
-// the nodes hold a constant number of keys (the node's identity and
+// 10,000 fenced names, each locked and released once: once R (and the
+// release markers' 10 TTLs) have passed the nodes hold a constant number of keys (the node's identity and
 // counters), not two keys per name as before the revision.
 func TestFencedNamesLeaveNothingBehind(t *testing.T) {
 	cl := startCluster(t, 5)
 	ctx := context.Background()
-	const names, retention = 10000, 1500 * time.Millisecond
-	c := cl.newClient(t, redlock.WithTTL(500*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond),
+	const names, retention, ttl = 10000, 1500 * time.Millisecond, 500 * time.Millisecond
+	c := cl.newClient(t, redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond),
 		redlock.WithRetention(retention))
 	var wg sync.WaitGroup
 	errs := make(chan error, names)
@@ -177,7 +177,9 @@ func TestFencedNamesLeaveNothingBehind(t *testing.T) {
 		k, _ := n.DBSize(ctx).Result()
 		during = append(during, k)
 	}
-	time.Sleep(retention + 200*time.Millisecond)
+	// Once R has passed, and the release markers of attempts rolled back
+	// under contention (10 TTLs) have expired too.
+	time.Sleep(max(retention, 10*ttl) + 200*time.Millisecond)
 	for i, n := range cl.inspect {
 		k, err := n.DBSize(ctx).Result()
 		if err != nil {
