@@ -34,13 +34,7 @@ func TestLoadDistinctNames(t *testing.T) {
 		goroutines int
 		each       bool
 	}
-	cells := []cell{{64, false}, {64, true}, {256, false}}
-	// 256 cold clients at once under the race detector (about ten times
-	// slower) still exceed ten node timeouts per dial burst and fail: not
-	// fixed yet, so that cell runs only without -race and -short.
-	if !testing.Short() && !raceEnabled {
-		cells = append(cells, cell{256, true})
-	}
+	cells := []cell{{64, false}, {64, true}, {256, false}, {256, true}}
 	for _, fenced := range []bool{false, true} {
 		for _, c := range cells {
 			mode := "shared"

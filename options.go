@@ -98,12 +98,15 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor 
 // while a majority of the nodes answers. A round stops waiting as soon as
 // its outcome is decided. Until a majority has answered (every node late:
 // an overloaded client machine, a burst of new connections, or a majority
-// really down) it waits up to ten node timeouts, and its calls may run that
-// long, so that overload costs latency rather than failed attempts.
+// really down) it waits longer, up to the TTL less the drift allowance
+// and at most 5 seconds (or ten node timeouts, if more), and its calls may
+// run that long, so that overload costs latency rather than failed
+// attempts; go-redis's own read and dial timeouts, and ctx, can end it
+// sooner.
 // The TTL must exceed rounds × node timeout + drift (MinTTL), where
 // rounds is two with fencing: a longer node timeout needs a longer TTL.
-// (An acquisition that takes longer than that, waiting on the ten node
-// timeouts, fails with ErrNoValidity.)
+// (An acquisition that takes longer than that, waiting on late nodes,
+// fails with ErrNoValidity.)
 func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
 
 // WithRetryDelay sets the bounds of the random pause between attempts in
@@ -146,18 +149,29 @@ func (c *config) minRetention() time.Duration {
 	return 2*c.ttl + 2*c.nodeTimeout + c.drift()
 }
 
-// patience is the longest a round waits for its nodes when fewer than a
-// majority has answered (collect), and how long a round's calls may run:
-// ten node timeouts. A call outlives the round that gave up on it, so that a
-// dial or write slowed by an overloaded machine completes (go-redis dials
-// under the call's context) and the next attempt finds the connection
-// ready; cutting calls and rounds at the node timeout made a cold client
-// under load start its dials over on every attempt and never acquire. The
-// price: an attempt while a majority is really down fails after ten node
-// timeouts, not one.
-func (c *config) patience() time.Duration { return patienceFactor * c.nodeTimeout }
+// patience is the longest a round waits for its nodes while fewer than a
+// majority has answered (collect), and how long its calls may run: the TTL
+// less the drift allowance (an acquisition that took longer could not hold
+// a valid lock), but at most maxPatience, or ten node timeouts if that is
+// more.
+//
+// A client cannot tell most nodes being down from its own machine being
+// saturated (a dial burst, hundreds of goroutines on two cores): every
+// reply is late in both. Rounds cut at a few node timeouts made overload
+// metastable: 256 cold clients on one machine failed 30% of their attempts,
+// each failure sent its rollback to the nodes, and immediate retries kept
+// the queue long. Waiting costs a round that would fail anyway only time;
+// the node's client bounds it further (go-redis's read and dial timeouts).
+// A silent minority is still given up on at about the node timeout, once a
+// majority has answered.
+func (c *config) patience() time.Duration {
+	return max(min(c.ttl-c.drift(), maxPatience), patienceFactor*c.nodeTimeout)
+}
 
-const patienceFactor = 10
+const (
+	patienceFactor = 10
+	maxPatience    = 5 * time.Second
+)
 
 // rounds is how many round trips an acquisition takes.
 func (c *config) rounds() time.Duration {

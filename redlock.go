@@ -342,6 +342,8 @@ func classifyAcquire(t *tally) error {
 // contention (nodes down or full, too few answering), it logs a warning
 // with each node's cause through the client's logger (WithLogger), at most
 // one per lock name every 5 seconds; a successful attempt logs nothing.
+// Its pauses between such attempts double each time, up to a second, so
+// that waiters do not keep an overloaded node or machine overloaded.
 //
 // A waiting Lock joins the lock's queue on the nodes, and Unlock promises
 // the lock to the longest-waiting live waiter for a moment (two node
@@ -374,6 +376,7 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 		defer done()
 	}
 	woken, backoff := false, 0 // after a wake-up: retry with short, growing delays
+	outages := 0               // attempts in a row lost for want of answers, not to a holder
 	for attempts := 1; ; attempts++ {
 		if err := ctx.Err(); err != nil {
 			return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
@@ -386,6 +389,14 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 		}
 		c.warnRetrying(qe, attempts, started)
 		delay := c.retryDelay()
+		if qe.Kind == ErrLocked {
+			outages = 0
+		} else {
+			// Nodes down, full or overloaded: back off, so that waiters
+			// do not keep a saturated node or machine saturated.
+			outages++
+			delay = outageDelay(delay, outages)
+		}
 		if !woken && splitVote(qe.Nodes) {
 			// Nobody holds the lock on a majority, but others tried at the
 			// same moment: retry soon, as after a wake-up.
@@ -499,6 +510,14 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// outageDelay doubles a retry delay for each attempt in a row that failed
+// for another reason than contention, up to maxOutageDelay.
+func outageDelay(delay time.Duration, outages int) time.Duration {
+	return min(delay<<min(outages-1, 8), max(delay, maxOutageDelay))
+}
+
+const maxOutageDelay = time.Second
 
 func (c *Client) retryDelay() time.Duration {
 	lo, hi := c.cfg.retryDelayMin, c.cfg.retryDelayMax

@@ -17,7 +17,10 @@ import (
 // scripts: the fair handoff of a contended lock (docs/design.md).
 //
 // Every attempt of a waiter in Lock (WAITER, stable across its attempts)
-// puts it in the lock's queue, and refreshes when it was last seen. Its
+// that a node refuses puts it in that node's queue, and refreshes when it
+// was last seen there. (An attempt granted does not: most locks are free
+// when asked for, and queueing every attempt was a fifth of an uncontended
+// Lock's node time.) Its
 // place is the node's own time at the attempt minus how long the waiter says
 // it has waited already (WAITED, measured on the client's monotonic clock;
 // 0 on its first attempt), the lowest over its attempts: a copy of an
@@ -79,14 +82,14 @@ local NEXT, QUEUE, SEEN = KEYS[3], KEYS[4], KEYS[5]
 local WAITER, STALE, WAITED = ARGV[3], tonumber(ARGV[4]), math.max(0, tonumber(ARGV[5]) or 0)
 ` + queueLua + `
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-enqueue()
-if promisedToOther() then return 0 end
+if promisedToOther() then enqueue() return 0 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'table' and v.err then
   return redis.error_reply('WRONGTYPE lock key holds a non-string value')
 end
 if v == ARGV[1] then return 1 end
+enqueue()
 return 0
 `
 

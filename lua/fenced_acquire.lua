@@ -21,7 +21,6 @@ if not id then
   return {-1, 0}
 end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {0, 0} end
-enqueue()
 local ok = 0
 if promisedToOther() then
   ok = 0
@@ -34,6 +33,7 @@ else
   end
   if v == ARGV[1] then ok = 1 end
 end
+if ok == 0 then enqueue() end
 local c = redis.call('INCR', KEYS[4])
 local h = redis.call('GET', KEYS[3])
 if h then

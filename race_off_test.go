@@ -1,5 +1,0 @@
-//go:build !race
-
-package redlock_test
-
-const raceEnabled = false
