@@ -104,6 +104,11 @@ type rawConn struct {
 	s    *rawSession
 }
 
+// rawPipeline bounds the requests in flight on one connection: 256
+// goroutines with a round in flight each, and the stragglers of their
+// previous rounds, stay well below it.
+const rawPipeline = 1024
+
 type rawSession struct {
 	conn    net.Conn
 	w       *bufio.Writer
@@ -135,7 +140,7 @@ func dialRaw(addr string) (*rawSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &rawSession{conn: conn, w: bufio.NewWriter(conn), pending: make(chan chan<- rawReply, 8192)}
+	s := &rawSession{conn: conn, w: bufio.NewWriter(conn), pending: make(chan chan<- rawReply, rawPipeline)}
 	conn.Write(resp("SCRIPT", "LOAD", releaseSrc))
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	r := bufio.NewReader(conn)

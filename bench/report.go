@@ -169,7 +169,7 @@ func (r *report) errorSamples(p func(string, ...any), fenced bool, names []strin
 						p("First error of each row that had failures:\n\n")
 						shown = true
 					}
-					p("- %s (%s): `%s`\n", name, cellLabel(k), strings.ReplaceAll(e, "`", "'"))
+					p("- %s (%s): `%s`\n", name, cellLabel(k), strings.NewReplacer("`", "'", "\n", "; ").Replace(e))
 					goto next
 				}
 			}
