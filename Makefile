@@ -15,7 +15,7 @@ LOAD_TESTS  := '^TestLoadDistinctNames$$'
 # The oldest Go the module declares (go.mod's go line): test-oldest-go builds with it.
 GO_MIN      := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps deps-valkey test test-valkey test-fips test-oldest-go ci demo chaos lint bench clean
+.PHONY: all deps deps-valkey test test-valkey test-fips test-oldest-go ci demo chaos lint bench bench-quick clean
 
 all: lint test
 
@@ -81,11 +81,15 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 	cd redlockotel && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
-## bench: this library against redsync, bsm/redislock and a raw fan-out on the same local nodes;
-## writes docs/benchmarks.md and docs/benchmarks-nodes.svg (about 6 minutes).
+## bench: this library against three floors, redsync (defaults and best settings) and bsm/redislock on
+## the same local nodes, 5 runs, medians with ranges; writes docs/benchmarks.md (about 25 minutes).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 .
-	cd bench && $(GO) run . -out ../docs/benchmarks.md -chart ../docs/benchmarks-nodes.svg
+	cd bench && $(GO) run . -out ../docs/benchmarks.md
+
+## bench-quick: a smoke run of the report (2 small runs, about 2 minutes), written to a temporary file.
+bench-quick: deps
+	cd bench && $(GO) run . -quick
 
 clean:
 	$(GO) clean -testcache

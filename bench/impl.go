@@ -2,22 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"sync"
 	"time"
 
-	"github.com/bsm/redislock"
-	"github.com/go-redsync/redsync/v4"
-	redsyncredis "github.com/go-redsync/redsync/v4/redis"
-	rsgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/quorumlock/redlock"
 	"github.com/redis/go-redis/v9"
 )
 
-// locker is one lock implementation under test.
+// locker is one lock implementation under test. It owns its connections:
+// close releases them.
 type locker interface {
 	// lock acquires key, waiting as the implementation does, and returns
 	// the release.
@@ -29,15 +21,39 @@ type locker interface {
 
 const ttl = 10 * time.Second
 
-// ours is this library.
-type ours struct{ c *redlock.Client }
+// spec is one row of the report: how to build the implementation over a
+// set of node addresses, with new connections (not dialled yet).
+type spec struct {
+	name string
+	// options says exactly how the row is configured, for the report.
+	options string
+	make    func(addrs []string) (locker, error)
+}
 
-func newOurs(nodes []redis.UniversalClient, opts ...redlock.Option) (*ours, error) {
-	c, err := redlock.New(nodes, append([]redlock.Option{redlock.WithTTL(ttl)}, opts...)...)
+// newClients returns go-redis clients at their defaults, except
+// ContextTimeoutEnabled when ctxTimeout is set. They dial on first use.
+func newClients(addrs []string, ctxTimeout bool) []redis.UniversalClient {
+	cs := make([]redis.UniversalClient, len(addrs))
+	for i, a := range addrs {
+		cs[i] = redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: ctxTimeout})
+	}
+	return cs
+}
+
+// ours is this library.
+type ours struct {
+	c     *redlock.Client
+	nodes []redis.UniversalClient
+}
+
+func newOurs(addrs []string, opts ...redlock.Option) (locker, error) {
+	cs := newClients(addrs, false)
+	c, err := redlock.New(cs, append([]redlock.Option{redlock.WithTTL(ttl)}, opts...)...)
 	if err != nil {
+		closeAll(cs)
 		return nil, err
 	}
-	return &ours{c}, nil
+	return &ours{c, cs}, nil
 }
 
 func (o *ours) lock(ctx context.Context, key string) (func(context.Context) error, error) {
@@ -56,115 +72,51 @@ func (o *ours) try(ctx context.Context, key string) (func(context.Context) error
 	return l.Unlock, nil
 }
 
-func (o *ours) close() { o.c.Close() }
-
-// redsyncLocker is go-redsync/redsync v4 with its defaults.
-type redsyncLocker struct{ rs *redsync.Redsync }
-
-func newRedsync(nodes []redis.UniversalClient) *redsyncLocker {
-	pools := make([]redsyncredis.Pool, len(nodes))
-	for i, n := range nodes {
-		pools[i] = rsgoredis.NewPool(n)
-	}
-	return &redsyncLocker{redsync.New(pools...)}
+func (o *ours) close() {
+	o.c.Close()
+	closeAll(o.nodes)
 }
 
-func (r *redsyncLocker) lock(ctx context.Context, key string) (func(context.Context) error, error) {
-	m := r.rs.NewMutex(key)
-	if err := m.LockContext(ctx); err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) error { _, err := m.UnlockContext(ctx); return err }, nil
-}
+// The rows. Names are the report's row labels and must stay unique.
+const (
+	nFloorAll  = "floor: go-redis, waits for all"
+	nFloorMaj  = "floor: go-redis, returns at majority"
+	nFloorRaw  = "floor: raw pipelined, returns at majority"
+	nOursUnf   = "redlock, unfenced"
+	nOursFen   = "redlock, fenced"
+	nRSBest    = "redsync v4, best"
+	nRSDefault = "redsync v4, defaults"
+	nBSM       = "bsm/redislock (1 node)"
+)
 
-func (r *redsyncLocker) try(ctx context.Context, key string) (func(context.Context) error, error) {
-	m := r.rs.NewMutex(key)
-	if err := m.TryLockContext(ctx); err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) error { _, err := m.UnlockContext(ctx); return err }, nil
-}
-
-func (r *redsyncLocker) close() {}
-
-// bsmLocker is bsm/redislock on one node, for reference.
-type bsmLocker struct{ c *redislock.Client }
-
-func (b *bsmLocker) lock(ctx context.Context, key string) (func(context.Context) error, error) {
-	l, err := b.c.Obtain(ctx, key, ttl, &redislock.Options{RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond)})
-	if err != nil {
-		return nil, err
-	}
-	return l.Release, nil
-}
-
-func (b *bsmLocker) try(ctx context.Context, key string) (func(context.Context) error, error) {
-	l, err := b.c.Obtain(ctx, key, ttl, nil)
-	if err != nil {
-		return nil, err
-	}
-	return l.Release, nil
-}
-
-func (b *bsmLocker) close() {}
-
-// floor is the least any quorum lock can do: SET NX PX on every node in
-// parallel, then a compare-and-delete script on every node in parallel.
-type floor struct{ nodes []redis.UniversalClient }
-
-var releaseLua = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
-
-var errNotAcquired = errors.New("floor: no majority")
-
-func (f *floor) try(ctx context.Context, key string) (func(context.Context) error, error) {
-	var buf [16]byte
-	rand.Read(buf[:])
-	value := hex.EncodeToString(buf[:])
-	ok := f.all(func(n redis.UniversalClient) bool { return n.SetNX(ctx, key, value, ttl).Val() })
-	release := func(ctx context.Context) error {
-		f.all(func(n redis.UniversalClient) bool { return releaseLua.Run(ctx, n, []string{key}, value).Err() == nil })
-		return nil
-	}
-	if ok < len(f.nodes)/2+1 {
-		release(ctx)
-		return nil, errNotAcquired
-	}
-	return release, nil
-}
-
-func (f *floor) lock(ctx context.Context, key string) (func(context.Context) error, error) {
-	for {
-		u, err := f.try(ctx, key)
-		if err == nil || ctx.Err() != nil {
-			return u, err
-		}
-		time.Sleep(time.Millisecond)
+func floorSpecs() []spec {
+	return []spec{
+		{nFloorAll, "go-redis clients at defaults; SET NX PX on all nodes in parallel, wait for all; then EVALSHA compare-and-delete on all, wait for all",
+			func(a []string) (locker, error) { return &goFloor{nodes: newClients(a, false)}, nil }},
+		{nFloorMaj, "as above, but each round returns once N/2+1 nodes answered (the rest finish in the background); the reference for ratios",
+			func(a []string) (locker, error) { return &goFloor{nodes: newClients(a, false), majority: true}, nil }},
+		{nFloorRaw, "one net.Conn per node, RESP written by hand, requests pipelined, both rounds return at N/2+1: the physical floor",
+			func(a []string) (locker, error) { return newRawFloor(a), nil }},
 	}
 }
 
-func (f *floor) all(do func(redis.UniversalClient) bool) int {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	n := 0
-	for _, node := range f.nodes {
-		wg.Go(func() {
-			if do(node) {
-				mu.Lock()
-				n++
-				mu.Unlock()
-			}
-		})
+func oursSpec(fenced bool) spec {
+	if fenced {
+		return spec{nOursFen, "`redlock.New(clients, WithTTL(10s))`, every other option at its default; go-redis clients at defaults",
+			func(a []string) (locker, error) { return newOurs(a) }}
 	}
-	wg.Wait()
-	return n
+	return spec{nOursUnf, "`redlock.New(clients, WithTTL(10s), WithoutFencing())`, every other option at its default; go-redis clients at defaults",
+		func(a []string) (locker, error) { return newOurs(a, redlock.WithoutFencing()) }}
 }
 
-func (f *floor) close() {}
-
-func mustOurs(nodes []redis.UniversalClient, opts ...redlock.Option) *ours {
-	o, err := newOurs(nodes, opts...)
-	if err != nil {
-		panic(fmt.Sprint("redlock.New: ", err))
+// counted is oursSpec with an observer that counts acquisition attempts,
+// for the contention step.
+func counted(fenced bool) spec {
+	s := oursSpec(fenced)
+	opts := []redlock.Option{countAttempts}
+	if !fenced {
+		opts = append(opts, redlock.WithoutFencing())
 	}
-	return o
+	s.make = func(a []string) (locker, error) { return newOurs(a, opts...) }
+	return s
 }

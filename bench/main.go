@@ -1,7 +1,9 @@
-// Command bench measures this library against its peers on the same local
-// redis-server nodes, in one run, and writes docs/benchmarks.md.
+// Command bench measures this library against floors and peers on the
+// same local redis-server nodes, over several independent runs, and writes
+// docs/benchmarks.md.
 //
-//	cd bench && go run . -out ../docs/benchmarks.md
+//	cd bench && go run . -out ../docs/benchmarks.md     # the full report, 5 runs
+//	cd bench && go run . -quick                         # a smoke run, written to a temporary file
 //
 // It is a module of its own so that the library never depends on the peers.
 package main
@@ -11,25 +13,45 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
-	"testing"
+	"time"
 
-	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
 
 func main() {
-	testing.Init() // testing.Benchmark measures allocations
-	out := flag.String("out", "../docs/benchmarks.md", "where to write the report")
-	chart := flag.String("chart", "../docs/benchmarks-nodes.svg", "where to write the latency chart")
-	quick := flag.Bool("quick", false, "fewer iterations, for a smoke run")
-	only := flag.String("only", "", "run one step (latency, scaling, faults, contention) and print it, without writing the report")
-	flag.StringVar(&implFilter, "impl", "", "with -only: measure only the implementations whose name contains this")
+	out := flag.String("out", "", "where to write the report (default ../docs/benchmarks.md, or a temporary file with -quick or -only)")
+	quick := flag.Bool("quick", false, "2 runs of small cells, for a smoke run (about 2 minutes)")
+	runs := flag.Int("runs", 5, "independent runs; every figure is the median over them")
+	only := flag.String("only", "", "comma-separated steps to run (load, faults, contention); default all")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	lockFile := flag.String("lockfile", "", "hold an exclusive flock on this file during each run (not between runs), so that each run measures alone")
 	flag.Parse()
-	if *only == "" {
-		implFilter = "" // the report needs every implementation
+
+	b := &bench{runs: *runs, loadOps: 3000, loadFor: 2 * time.Second, loadRounds: 3, faultAttempts: 300,
+		contendFor: 2 * time.Second, lockFile: *lockFile, steps: map[string]bool{"load": true, "faults": true, "contention": true}}
+	if *quick {
+		b.runs, b.loadOps, b.loadFor, b.loadRounds, b.faultAttempts, b.contendFor = 2, 300, 300*time.Millisecond, 2, 40, 500*time.Millisecond
+		flag.Visit(func(f *flag.Flag) {
+			if f.Name == "runs" {
+				b.runs = *runs
+			}
+		})
+	}
+	b.runs = max(b.runs, 1)
+	if *only != "" {
+		b.steps = map[string]bool{}
+		for _, s := range strings.Split(*only, ",") {
+			b.steps[strings.TrimSpace(s)] = true
+		}
+	}
+	if *out == "" {
+		*out = "../docs/benchmarks.md"
+		if *quick || *only != "" {
+			*out = filepath.Join(os.TempDir(), "redlock-benchmarks-quick.md")
+		}
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -40,59 +62,17 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
-		defer pprof.StopCPUProfile()
 	}
 	redis.SetLogger(quiet{})
-	if err := run(context.Background(), *out, *chart, *quick, *only); err != nil {
+	err := b.measure(context.Background(), *out)
+	pprof.StopCPUProfile()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
+	fmt.Fprintln(os.Stderr, "bench: wrote", *out)
 }
-
-// implFilter, if set, keeps only the implementations whose name contains it.
-var implFilter string
-
-func measured(name string) bool { return strings.Contains(name, implFilter) }
 
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
-
-func run(ctx context.Context, out, chart string, quick bool, only string) error {
-	g, err := node.StartProcesses(ctx, 9, node.Config{})
-	if err != nil {
-		return err
-	}
-	defer g.Close()
-	clients := g.NewClients()
-	defer node.CloseClients(clients)
-	s := &suite{nodes: g, clients: clients, iters: 3000, contendFor: 3e9}
-	if quick {
-		s.iters, s.contendFor = 300, 1e9
-	}
-	r := &report{}
-	steps := []struct {
-		name string
-		f    func(context.Context, *report) error
-	}{
-		{"latency", s.latency},
-		{"scaling", s.scaling},
-		{"faults", s.faults},
-		{"contention", s.contention},
-	}
-	for _, st := range steps {
-		if only != "" && st.name != only {
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "measuring %s...\n", st.name)
-		if err := st.f(ctx, r); err != nil {
-			return fmt.Errorf("%s: %w", st.name, err)
-		}
-	}
-	if only != "" {
-		fmt.Printf("%+v\n", *r)
-		return nil
-	}
-	return r.write(out, chart)
-}
