@@ -148,7 +148,9 @@ func (e *Env) Repair(ctx context.Context, i int) error {
 func (e *Env) healAll(ctx context.Context) {
 	for _, n := range e.Nodes {
 		n.Heal(ctx)
-		n.SetLatency(ctx, 0)
+		n.SetJitter(ctx, 0, 0)
+		n.SetBandwidth(ctx, 0)
+		n.SetSlicing(ctx, 0, 0)
 		n.Resume(ctx)
 	}
 }
@@ -165,6 +167,14 @@ func jump(d time.Duration) func(node.Node) error {
 func latency(d time.Duration) func(node.Node) error {
 	return func(n node.Node) error { return n.SetLatency(context.Background(), d) }
 }
+func jitter(latency, jitter time.Duration) func(node.Node) error {
+	return func(n node.Node) error { return n.SetJitter(context.Background(), latency, jitter) }
+}
+func bandwidth(kbPerSec int) func(node.Node) error {
+	return func(n node.Node) error { return n.SetBandwidth(context.Background(), kbPerSec) }
+}
+func resetPeer(n node.Node) error { return n.ResetPeer(context.Background(), 0) }
+func halfOpen(n node.Node) error  { return n.HalfOpen(context.Background(), 0) }
 
 // jumpWhileHeld jumps the clocks of n0-n2 by d each time a worker is a
 // moment into its critical section, resting between jumps.
@@ -292,6 +302,33 @@ var Scenarios = []Scenario{
 				if err := e.Do(ctx, []int{3, 4}, "cut off", cut, heal, e.TTL/4); err != nil {
 					return err
 				}
+			}
+			return nil
+		},
+	},
+	{
+		Name: "jittery-links", Fault: "n1, n2 slowed by 15±15ms (n2 also to 32 KB/s); n3 resets connections, n4 goes half-open",
+		Unfenced: Holds,
+		Inject: func(ctx context.Context, e *Env) error {
+			if err := e.Do(ctx, []int{1, 2}, "latency 15±15ms", jitter(15*time.Millisecond, 15*time.Millisecond), nil, 0); err != nil {
+				return err
+			}
+			if err := e.Do(ctx, []int{2}, "bandwidth 32KB/s", bandwidth(32), nil, 0); err != nil {
+				return err
+			}
+			// Two of five links break at a time at most: the rest are a
+			// quorum, slow and uneven.
+			for ctx.Err() == nil {
+				if err := e.Do(ctx, []int{3}, "connections reset", resetPeer, heal, e.TTL/2); err != nil {
+					return err
+				}
+				if err := e.Do(ctx, []int{4}, "half-open", halfOpen, heal, e.TTL/2); err != nil {
+					return err
+				}
+				if err := e.Do(ctx, []int{3, 4}, "half-open", halfOpen, heal, e.TTL/3); err != nil {
+					return err
+				}
+				e.Sleep(ctx, e.TTL/4)
 			}
 			return nil
 		},

@@ -246,10 +246,10 @@ func (c *Container) logs() string {
 
 func (c *Container) Name() string { return c.cfg.Name }
 
-// Addr is where clients connect: the relay if there is one.
+// Addr is where clients connect: the proxy if there is one.
 func (c *Container) Addr() string {
 	if c.linkFaults.proxy != nil {
-		return c.linkFaults.proxy.addr()
+		return c.linkFaults.proxy.addr
 	}
 	return c.DirectAddr()
 }
