@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/node"
 )
@@ -350,6 +351,16 @@ var Calibration = Scenario{
 	},
 }
 
+// illegal names the first model porcupine found violated, or "".
+func illegal(models []ModelCheck) string {
+	for _, m := range models {
+		if m.Result == porcupine.Illegal {
+			return m.Model
+		}
+	}
+	return ""
+}
+
 // Lookup finds a scenario by name.
 func Lookup(name string) (Scenario, bool) {
 	for _, s := range Scenarios {
@@ -366,7 +377,7 @@ type Verdict struct {
 	Text string
 }
 
-func judge(s Scenario, fenced bool, h *History, f Findings) Verdict {
+func judge(s Scenario, fenced bool, h *History, f Findings, models []ModelCheck) Verdict {
 	// A holder that overran its validity was paused or starved: its late
 	// write is the client-pause case even where the scenario injects none.
 	overran := f.Overruns > 0 && s.Unfenced == Holds
@@ -379,6 +390,8 @@ func judge(s Scenario, fenced bool, h *History, f Findings) Verdict {
 		return Verdict{false, "BUG: token order"}
 	case fenced && (f.StaleAccepted > 0 || f.LostWrites > 0):
 		return Verdict{false, "BUG: stale write accepted"}
+	case illegal(models) != "":
+		return Verdict{false, "BUG: porcupine: " + illegal(models) + " not linearizable, which the hand-written checkers missed"}
 	case s.Unfenced == Holds && f.LeaseOverlaps > 0:
 		return Verdict{false, "BUG: leases overlapped"}
 	case !fenced && s.Unfenced == Holds && !overran && (f.Overlaps > 0 || f.StaleAccepted > 0 || f.LostWrites > 0):
