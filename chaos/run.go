@@ -80,7 +80,8 @@ func (Processes) Store(ctx context.Context) (node.Node, error) {
 }
 
 // Containers runs each node in a Docker container. With no Image it builds
-// one from the host's redis-server (node.HostImage), which supports clock
+// one from the host's server (node.HostImage, or node.ValkeyHostImage when
+// $REDLOCK_SERVER_BINARY is valkey-server), which supports clock
 // faults; a named image (redis:7.2) does not, so the clock scenarios need
 // the host image.
 type Containers struct {
