@@ -91,7 +91,17 @@ func (l *linkFaults) ResetPeer(_ context.Context, after time.Duration) error {
 	if after < 0 {
 		return fmt.Errorf("node: negative reset delay %v", after)
 	}
-	return l.set(faultReset, "reset_peer", map[string]int64{"timeout": after.Milliseconds()})
+	p, err := l.relay()
+	if err != nil {
+		return err
+	}
+	// Toxiproxy sets SO_LINGER 0 (a close sends RST) on a connection that
+	// starts while a reset_peer toxic is in the chain; at toxicity 0 that
+	// one never runs, and closeToxic does the closing without leaking.
+	if err := p.setToxicity(faultReset+"-linger", "reset_peer", map[string]int64{"timeout": 0}, 0); err != nil {
+		return err
+	}
+	return p.set(faultReset, closeType, map[string]any{"after": after.Milliseconds(), "on_data": true})
 }
 
 // HalfOpen makes the node's end vanish without a word until Heal: every
@@ -106,7 +116,10 @@ func (l *linkFaults) HalfOpen(_ context.Context, closeAfter time.Duration) error
 	if closeAfter < 0 {
 		return fmt.Errorf("node: negative close delay %v", closeAfter)
 	}
-	return l.set(faultHalfOpen, "timeout", map[string]int64{"timeout": closeAfter.Milliseconds()})
+	if closeAfter == 0 {
+		return l.set(faultHalfOpen, "timeout", map[string]int64{"timeout": 0})
+	}
+	return l.set(faultHalfOpen, closeType, map[string]any{"after": closeAfter.Milliseconds()})
 }
 
 // SetSlicing cuts every chunk in each direction into pieces of about

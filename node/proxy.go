@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
@@ -39,7 +40,54 @@ type stallToxic struct{}
 
 func (stallToxic) Pipe(stub *toxics.ToxicStub) { <-stub.Interrupt }
 
-func init() { toxics.Register(stallType, new(stallToxic)) }
+// closeType is the toxic behind ResetPeer and HalfOpen with a close delay.
+// Toxiproxy's reset_peer and timeout toxics stop reading once they have
+// closed the connection, and a chunk still coming then blocks the toxic
+// before them for good, a goroutine leaked per connection. This one drops
+// what arrives until it closes, then drains until the link ends.
+//
+// With OnData it waits for the first chunk and closes After later (a
+// reset); otherwise it closes After from the start (a half-open link whose
+// keepalive gives up).
+const closeType = "redlock-close"
+
+type closeToxic struct {
+	After  int64 `json:"after"` // milliseconds
+	OnData bool  `json:"on_data"`
+}
+
+func (t *closeToxic) Pipe(stub *toxics.ToxicStub) {
+	after := time.Duration(t.After) * time.Millisecond
+	var timer <-chan time.Time
+	if !t.OnData {
+		timer = time.After(after)
+	}
+wait:
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case <-timer:
+			break wait
+		case c := <-stub.Input:
+			if c == nil {
+				stub.Close()
+				return
+			}
+			if timer == nil {
+				timer = time.After(after)
+			}
+		}
+	}
+	stub.Close()
+	for range stub.Input { // dropped: the connection is closed
+	}
+}
+
+func init() {
+	toxics.Register(stallType, new(stallToxic))
+	toxics.Register(closeType, new(closeToxic))
+}
 
 // nextProxy numbers the proxies, for their Toxiproxy names.
 var nextProxy struct {
@@ -68,7 +116,10 @@ func startProxy(upstream string) (*proxy, error) {
 
 // set replaces the fault called name with a toxic of type typ in both
 // directions; nil attrs only removes it.
-func (p *proxy) set(name, typ string, attrs any) error {
+func (p *proxy) set(name, typ string, attrs any) error { return p.setToxicity(name, typ, attrs, 1) }
+
+// setToxicity is set with the share of connections the toxic acts on.
+func (p *proxy) setToxicity(name, typ string, attrs any, toxicity float64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -82,7 +133,7 @@ func (p *proxy) set(name, typ string, attrs any) error {
 			continue
 		}
 		body, err := json.Marshal(map[string]any{
-			"name": name + "_" + stream, "type": typ, "stream": stream, "toxicity": 1.0, "attributes": attrs,
+			"name": name + "_" + stream, "type": typ, "stream": stream, "toxicity": toxicity, "attributes": attrs,
 		})
 		if err != nil {
 			return err
@@ -112,7 +163,7 @@ const (
 	faultSlice    = "slicer"
 )
 
-var breaks = []string{faultCut, faultReset, faultHalfOpen}
+var breaks = []string{faultCut, faultReset, faultReset + "-linger", faultHalfOpen}
 
 func (p *proxy) heal() error {
 	for _, f := range breaks {

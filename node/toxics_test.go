@@ -87,9 +87,16 @@ func TestBandwidth(t *testing.T) {
 	}
 }
 
+// Resets leave no goroutine behind, even with bytes still coming on the
+// reset connections (Toxiproxy's own reset_peer leaks one per connection).
 func TestResetPeer(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
-	n := proxied(t, "reset")
+	n, err := node.StartProcess(ctx, node.Config{Name: "reset", Proxy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
 	before := n.NewClient() // its connection predates the fault
 	defer before.Close()
 	if err := before.Ping(ctx).Err(); err != nil {
@@ -116,12 +123,42 @@ func TestResetPeer(t *testing.T) {
 	if err := before.Ping(ctx).Err(); err == nil || isTimeout(err) {
 		t.Errorf("PING on an open connection: %v, want it closed", err)
 	}
+	// More bytes on connections opened under the fault.
+	for range 3 {
+		r, err := net.Dial("tcp", n.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			r.Write([]byte("PING\r\n"))
+		}
+		r.Close()
+	}
 	if err := n.Heal(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := after.Ping(ctx).Err(); err != nil {
 		t.Fatalf("PING after Heal: %v", err)
 	}
+	// The same with a half-open link that closes.
+	if err := n.HalfOpen(ctx, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		r, err := net.Dial("tcp", n.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			r.Write([]byte("PING\r\n"))
+			time.Sleep(5 * time.Millisecond)
+		}
+		r.Close()
+	}
+	after.Close()
+	before.Close()
+	raw.Close()
+	n.Close()
 }
 
 func TestHalfOpen(t *testing.T) {
