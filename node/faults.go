@@ -116,9 +116,8 @@ func (l *linkFaults) HalfOpen(_ context.Context, closeAfter time.Duration) error
 	if closeAfter < 0 {
 		return fmt.Errorf("node: negative close delay %v", closeAfter)
 	}
-	if closeAfter == 0 {
-		return l.set(faultHalfOpen, "timeout", map[string]int64{"timeout": 0})
-	}
+	// Not Toxiproxy's timeout toxic: removing it closes the stub without
+	// draining, and the next chunk blocks the toxic before it for good.
 	return l.set(faultHalfOpen, closeType, map[string]any{"after": closeAfter.Milliseconds()})
 }
 

@@ -47,8 +47,8 @@ func (stallToxic) Pipe(stub *toxics.ToxicStub) { <-stub.Interrupt }
 // what arrives until it closes, then drains until the link ends.
 //
 // With OnData it waits for the first chunk and closes After later (a
-// reset); otherwise it closes After from the start (a half-open link whose
-// keepalive gives up).
+// reset); otherwise it drops everything and closes After from the start (a
+// half-open link whose keepalive gives up), or never if After is 0.
 const closeType = "redlock-close"
 
 type closeToxic struct {
@@ -59,7 +59,7 @@ type closeToxic struct {
 func (t *closeToxic) Pipe(stub *toxics.ToxicStub) {
 	after := time.Duration(t.After) * time.Millisecond
 	var timer <-chan time.Time
-	if !t.OnData {
+	if !t.OnData && after > 0 {
 		timer = time.After(after)
 	}
 wait:
@@ -82,6 +82,22 @@ wait:
 	stub.Close()
 	for range stub.Input { // dropped: the connection is closed
 	}
+}
+
+// Cleanup runs when Heal removes the toxic from a link it has not closed.
+// A half-open link's connection has lost bytes and is out of step with
+// the server, so Heal closes it (as Toxiproxy's timeout toxic does), and
+// the drain keeps the toxics before it from blocking until the link ends.
+// A reset that has not fired leaves its connection alone.
+func (t *closeToxic) Cleanup(stub *toxics.ToxicStub) {
+	if t.OnData {
+		return
+	}
+	stub.Close()
+	go func() {
+		for range stub.Input {
+		}
+	}()
 }
 
 func init() {

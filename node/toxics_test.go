@@ -162,8 +162,13 @@ func TestResetPeer(t *testing.T) {
 }
 
 func TestHalfOpen(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
-	n := proxied(t, "halfopen")
+	n, err := node.StartProcess(ctx, node.Config{Name: "halfopen", Proxy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
 	c := n.NewClient()
 	defer c.Close()
 	if err := c.Set(ctx, "k", "1", 0).Err(); err != nil {
@@ -173,13 +178,24 @@ func TestHalfOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	err := c.Incr(callCtx, "k").Err()
+	err = c.Incr(callCtx, "k").Err()
 	cancel()
 	if !isTimeout(err) {
 		t.Fatalf("INCR through a half-open link: %v, want a timeout", err)
 	}
+	// A raw connection keeps sending across the Heal.
+	raw, err := net.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.Write([]byte("PING\r\n"))
 	if err := n.Heal(ctx); err != nil {
 		t.Fatal(err)
+	}
+	for range 5 {
+		raw.Write([]byte("PING\r\n"))
+		time.Sleep(5 * time.Millisecond)
 	}
 	// Unlike a Cut, the dropped INCR never reaches the server.
 	time.Sleep(100 * time.Millisecond)
@@ -198,6 +214,9 @@ func TestHalfOpen(t *testing.T) {
 		t.Fatalf("PING with closeAfter: %v, want the connection closed", err)
 	}
 	n.Heal(ctx)
+	c.Close()
+	raw.Close()
+	n.Close()
 }
 
 func TestSlicing(t *testing.T) {
