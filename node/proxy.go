@@ -74,7 +74,7 @@ wait:
 				stub.Close()
 				return
 			}
-			if timer == nil {
+			if t.OnData && timer == nil {
 				timer = time.After(after)
 			}
 		}
