@@ -60,3 +60,37 @@ func runAll(t *testing.T, backend chaos.Backend, d time.Duration) {
 		}
 	}
 }
+
+// One short run on real nodes, checked by both the hand-written checkers
+// and porcupine: the new link faults (jitter, a bandwidth limit, resets,
+// half-open links) on a minority, with fencing.
+func TestRealRunCheckedByBoth(t *testing.T) {
+	s, _ := chaos.Lookup("jittery-links")
+	r, err := chaos.Run(context.Background(), chaos.Config{Scenario: s, Fenced: true, Duration: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	chaos.WriteEvidence(&out, []*chaos.Result{r})
+	t.Log("\n" + out.String())
+	if !r.Verdict.OK || r.Findings.StaleAccepted > 0 {
+		t.Errorf("verdict %q, %d stale writes accepted", r.Verdict.Text, r.Findings.StaleAccepted)
+	}
+	if len(r.Models) != 2 {
+		t.Fatalf("porcupine checked %d models, want 2", len(r.Models))
+	}
+	for _, m := range r.Models {
+		if m.Result != "Ok" || m.Ops == 0 {
+			t.Errorf("porcupine, %s", m)
+		}
+	}
+	var faults []string
+	for _, f := range r.History.Faults {
+		faults = append(faults, f.What)
+	}
+	for _, want := range []string{"latency 15±15ms", "bandwidth 32KB/s", "connections reset", "half-open"} {
+		if !strings.Contains(strings.Join(faults, "|"), want) {
+			t.Errorf("no %q fault in the run: %v", want, faults)
+		}
+	}
+}

@@ -85,19 +85,19 @@ func TestCheckersCatchTheirViolations(t *testing.T) {
 func TestJudge(t *testing.T) {
 	h := &History{Holds: []Hold{{}}}
 	s := Scenario{Unfenced: Expected}
-	if v := judge(s, false, h, Findings{}); v.OK {
+	if v := judge(s, false, h, Findings{}, nil); v.OK {
 		t.Fatalf("an expected overlap that did not happen passed: %v", v)
 	}
-	if v := judge(s, false, h, Findings{Overlaps: 1, StaleAccepted: 1}); !v.OK {
+	if v := judge(s, false, h, Findings{Overlaps: 1, StaleAccepted: 1}, nil); !v.OK {
 		t.Fatalf("an expected overlap failed: %v", v)
 	}
-	if v := judge(s, true, h, Findings{Overlaps: 1, StaleAccepted: 1}); v.OK {
+	if v := judge(s, true, h, Findings{Overlaps: 1, StaleAccepted: 1}, nil); v.OK {
 		t.Fatalf("a stale write accepted with fencing passed: %v", v)
 	}
-	if v := judge(Scenario{Unfenced: Holds}, false, h, Findings{Overlaps: 1}); v.OK {
+	if v := judge(Scenario{Unfenced: Holds}, false, h, Findings{Overlaps: 1}, nil); v.OK {
 		t.Fatalf("an overlap where exclusion holds passed: %v", v)
 	}
-	if v := judge(Scenario{Unfenced: Holds}, false, h, Findings{Overlaps: 1, LeaseOverlaps: 1, Overruns: 1}); v.OK {
+	if v := judge(Scenario{Unfenced: Holds}, false, h, Findings{Overlaps: 1, LeaseOverlaps: 1, Overruns: 1}, nil); v.OK {
 		t.Fatalf("overlapping leases passed: %v", v)
 	}
 }

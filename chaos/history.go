@@ -49,7 +49,8 @@ type Op struct {
 	Start, End time.Duration
 	Value      int64 // read: the value seen; write: the value written
 	Accepted   bool
-	Err        string // why the store refused it
+	Refused    bool   // the fence turned it away (stale or reused token)
+	Err        string // why the store refused it, or how it failed
 }
 
 // Fault is an injected fault, with the node (or worker) it hit.

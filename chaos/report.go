@@ -9,33 +9,58 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/anishathalye/porcupine"
 )
 
 // WriteTable prints one line per run: the summary people read first.
 func WriteTable(w io.Writer, results []*Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tfencing\toperations\toverlaps\tlease overlaps\tstale rejected\tstale accepted\tduplicates\tlost writes\tverdict\t")
+	fmt.Fprintln(tw, "scenario\tfencing\toperations\toverlaps\tlease overlaps\tstale rejected\tstale accepted\tduplicates\tlost writes\tporcupine\tverdict\t")
 	for _, r := range results {
 		mode := "off"
 		if r.Config.Fenced {
 			mode = "on"
 		}
 		f := r.Findings
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Config.Scenario.Name, mode, len(r.History.Holds),
-			f.Overlaps, f.LeaseOverlaps, f.StaleRejected, f.StaleAccepted, f.Duplicates, f.LostWrites, r.Verdict.Text)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", r.Config.Scenario.Name, mode, len(r.History.Holds),
+			f.Overlaps, f.LeaseOverlaps, f.StaleRejected, f.StaleAccepted, f.Duplicates, f.LostWrites, modelSummary(r.Models), r.Verdict.Text)
 	}
 	return tw.Flush()
 }
 
-// WriteEvidence prints the checkers' evidence for every run that has some.
+// modelSummary is porcupine's column: "ok" when every model it checked is
+// linearizable, else what it found.
+func modelSummary(ms []ModelCheck) string {
+	var bad []string
+	for _, m := range ms {
+		if m.Result != porcupine.Ok {
+			bad = append(bad, strings.ToLower(string(m.Result))+": "+m.Model)
+		}
+	}
+	if len(ms) == 0 {
+		return "-"
+	}
+	if len(bad) == 0 {
+		return "ok"
+	}
+	return strings.Join(bad, "; ")
+}
+
+// WriteEvidence prints, for every run, what each checker concluded: the
+// hand-written checkers' evidence where they found something, and
+// porcupine's verdict on each model.
 func WriteEvidence(w io.Writer, results []*Result) {
 	for _, r := range results {
-		if len(r.Findings.Violations) == 0 {
-			continue
-		}
 		fmt.Fprintf(w, "\n%s, fencing %v:\n", r.Config.Scenario.Name, r.Config.Fenced)
+		if len(r.Findings.Violations) == 0 {
+			fmt.Fprintf(w, "  hand-written checkers: nothing found\n")
+		}
 		for _, v := range r.Findings.Violations {
 			fmt.Fprintf(w, "  [%s] %s\n", v.Check, v.Detail)
+		}
+		for _, m := range r.Models {
+			fmt.Fprintf(w, "  porcupine, %s\n", m)
 		}
 	}
 }
@@ -48,6 +73,7 @@ func WriteHTML(w io.Writer, results []*Result) error {
 		Title, Verdict string
 		OK             bool
 		Findings       Findings
+		Models         []ModelCheck
 		SVG            template.HTML
 	}
 	var runs []run
@@ -61,6 +87,7 @@ func WriteHTML(w io.Writer, results []*Result) error {
 			Verdict:  r.Verdict.Text,
 			OK:       r.Verdict.OK,
 			Findings: r.Findings,
+			Models:   r.Models,
 			SVG:      template.HTML(timeline(r)),
 		})
 	}
@@ -94,7 +121,8 @@ li{font-family:monospace;font-size:12px}
 {{range .Runs}}
 <h2>{{.Title}} &mdash; <span class="{{if .OK}}ok{{else}}bad{{end}}">{{.Verdict}}</span></h2>
 {{.SVG}}
-{{if .Findings.Violations}}<ul>{{range .Findings.Violations}}<li>[{{.Check}}] {{.Detail}}</li>{{end}}</ul>{{end}}
+<ul>{{range .Findings.Violations}}<li>[{{.Check}}] {{.Detail}}</li>{{else}}<li>hand-written checkers: nothing found</li>{{end}}
+{{range .Models}}<li>porcupine, {{.}}</li>{{end}}</ul>
 {{end}}
 </body></html>
 `))

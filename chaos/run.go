@@ -80,7 +80,8 @@ func (Processes) Store(ctx context.Context) (node.Node, error) {
 }
 
 // Containers runs each node in a Docker container. With no Image it builds
-// one from the host's redis-server (node.HostImage), which supports clock
+// one from the host's server (node.HostImage, or node.ValkeyHostImage when
+// $REDLOCK_SERVER_BINARY is valkey-server), which supports clock
 // faults; a named image (redis:7.2) does not, so the clock scenarios need
 // the host image.
 type Containers struct {
@@ -103,6 +104,7 @@ type Result struct {
 	Config   Config
 	History  *History
 	Findings Findings
+	Models   []ModelCheck // porcupine's verdicts, beside the hand-written Findings
 	Verdict  Verdict
 }
 
@@ -171,7 +173,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	h.Final = final
 	f := Check(h)
-	return &Result{Config: cfg, History: h, Findings: f, Verdict: judge(cfg.Scenario, cfg.Fenced, h, f)}, nil
+	models := CheckModels(h)
+	return &Result{Config: cfg, History: h, Findings: f, Models: models,
+		Verdict: judge(cfg.Scenario, cfg.Fenced, h, f, models)}, nil
 }
 
 // newLockClient builds a lock client with its own connections to the
@@ -312,7 +316,7 @@ func (w *workload) settle(op *Op, err error) {
 	case err == nil:
 		op.Accepted = true
 	case errors.Is(err, fence.ErrStale), errors.Is(err, fence.ErrTokenReused):
-		op.Err = err.Error()
+		op.Refused, op.Err = true, err.Error()
 	default:
 		op.Err = err.Error()
 		w.h.addError("store: " + err.Error())

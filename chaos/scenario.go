@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/node"
 )
@@ -148,7 +149,9 @@ func (e *Env) Repair(ctx context.Context, i int) error {
 func (e *Env) healAll(ctx context.Context) {
 	for _, n := range e.Nodes {
 		n.Heal(ctx)
-		n.SetLatency(ctx, 0)
+		n.SetJitter(ctx, 0, 0)
+		n.SetBandwidth(ctx, 0)
+		n.SetSlicing(ctx, 0, 0)
 		n.Resume(ctx)
 	}
 }
@@ -165,6 +168,14 @@ func jump(d time.Duration) func(node.Node) error {
 func latency(d time.Duration) func(node.Node) error {
 	return func(n node.Node) error { return n.SetLatency(context.Background(), d) }
 }
+func jitter(latency, jitter time.Duration) func(node.Node) error {
+	return func(n node.Node) error { return n.SetJitter(context.Background(), latency, jitter) }
+}
+func bandwidth(kbPerSec int) func(node.Node) error {
+	return func(n node.Node) error { return n.SetBandwidth(context.Background(), kbPerSec) }
+}
+func resetPeer(n node.Node) error { return n.ResetPeer(context.Background(), 0) }
+func halfOpen(n node.Node) error  { return n.HalfOpen(context.Background(), 0) }
 
 // jumpWhileHeld jumps the clocks of n0-n2 by d each time a worker is a
 // moment into its critical section, resting between jumps.
@@ -296,6 +307,33 @@ var Scenarios = []Scenario{
 			return nil
 		},
 	},
+	{
+		Name: "jittery-links", Fault: "n1, n2 slowed by 15±15ms (n2 also to 32 KB/s); n3 resets connections, n4 goes half-open",
+		Unfenced: Holds,
+		Inject: func(ctx context.Context, e *Env) error {
+			if err := e.Do(ctx, []int{1, 2}, "latency 15±15ms", jitter(15*time.Millisecond, 15*time.Millisecond), nil, 0); err != nil {
+				return err
+			}
+			if err := e.Do(ctx, []int{2}, "bandwidth 32KB/s", bandwidth(32), nil, 0); err != nil {
+				return err
+			}
+			// Two of five links break at a time at most: the rest are a
+			// quorum, slow and uneven.
+			for ctx.Err() == nil {
+				if err := e.Do(ctx, []int{3}, "connections reset", resetPeer, heal, e.TTL/2); err != nil {
+					return err
+				}
+				if err := e.Do(ctx, []int{4}, "half-open", halfOpen, heal, e.TTL/2); err != nil {
+					return err
+				}
+				if err := e.Do(ctx, []int{3, 4}, "half-open", halfOpen, heal, e.TTL/3); err != nil {
+					return err
+				}
+				e.Sleep(ctx, e.TTL/4)
+			}
+			return nil
+		},
+	},
 }
 
 // Calibration recreates counterexample 1 of docs/fencing.md inside the
@@ -311,6 +349,16 @@ var Calibration = Scenario{
 		e.CutLinks(1, 0, 1)
 		return e.SetCounter(ctx, 0, 1000)
 	},
+}
+
+// illegal names the first model porcupine found violated, or "".
+func illegal(models []ModelCheck) string {
+	for _, m := range models {
+		if m.Result == porcupine.Illegal {
+			return m.Model
+		}
+	}
+	return ""
 }
 
 // Lookup finds a scenario by name.
@@ -329,7 +377,7 @@ type Verdict struct {
 	Text string
 }
 
-func judge(s Scenario, fenced bool, h *History, f Findings) Verdict {
+func judge(s Scenario, fenced bool, h *History, f Findings, models []ModelCheck) Verdict {
 	// A holder that overran its validity was paused or starved: its late
 	// write is the client-pause case even where the scenario injects none.
 	overran := f.Overruns > 0 && s.Unfenced == Holds
@@ -342,6 +390,8 @@ func judge(s Scenario, fenced bool, h *History, f Findings) Verdict {
 		return Verdict{false, "BUG: token order"}
 	case fenced && (f.StaleAccepted > 0 || f.LostWrites > 0):
 		return Verdict{false, "BUG: stale write accepted"}
+	case illegal(models) != "":
+		return Verdict{false, "BUG: porcupine: " + illegal(models) + " not linearizable, which the hand-written checkers missed"}
 	case s.Unfenced == Holds && f.LeaseOverlaps > 0:
 		return Verdict{false, "BUG: leases overlapped"}
 	case !fenced && s.Unfenced == Holds && !overran && (f.Overlaps > 0 || f.StaleAccepted > 0 || f.LostWrites > 0):

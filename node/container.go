@@ -26,12 +26,34 @@ import (
 // libfaketime and the jemalloc stub for clock faults. It needs no registry.
 const HostImage = "redlock-redis-host"
 
+// ValkeyHostImage is HostImage built from the host's valkey-server instead:
+// StartContainer builds it when the server binary (Config.Binary, else
+// $REDLOCK_SERVER_BINARY) is a valkey-server, so that the container tests
+// run against Valkey as the process tests do.
+const ValkeyHostImage = "redlock-valkey-host"
+
+// hostImageFor names the image to build for a server binary and the name
+// the binary gets inside it. Valkey's server is one multi-call executable
+// (valkey-server links to valkey-check-rdb) that acts on the name it is run
+// as, so it keeps the server's name.
+func hostImageFor(binary string) (image, name string) {
+	if binary == "" {
+		binary = DefaultBinary()
+	}
+	if strings.HasPrefix(filepath.Base(binary), "valkey") {
+		return ValkeyHostImage, "valkey-server"
+	}
+	return HostImage, "redis-server"
+}
+
 // ContainerConfig describes a containerised node.
 type ContainerConfig struct {
 	Config
 	// Image to run, such as "redis:7.2". Empty: build HostImage from the
-	// host's redis-server (where no registry can be reached). A named image
-	// runs without clock faults (it has no libfaketime).
+	// host's redis-server (where no registry can be reached), or
+	// ValkeyHostImage when Config.Binary, else $REDLOCK_SERVER_BINARY, is a
+	// valkey-server. A named image runs without clock faults (it has no
+	// libfaketime).
 	Image string
 	// Pool is the Docker connection; nil connects to the default endpoint.
 	Pool *dockertest.Pool
@@ -72,10 +94,15 @@ type Container struct {
 
 var _ Node = (*Container)(nil)
 
+type builtImage struct {
+	pool  *dockertest.Pool
+	image string
+}
+
 var buildOnce = struct {
 	sync.Mutex
-	done map[*dockertest.Pool]bool
-}{done: map[*dockertest.Pool]bool{}}
+	done map[builtImage]bool
+}{done: map[builtImage]bool{}}
 
 // StartContainer starts one containerised node and waits until it answers.
 func StartContainer(ctx context.Context, cfg ContainerConfig) (*Container, error) {
@@ -94,10 +121,11 @@ func StartContainer(ctx context.Context, cfg ContainerConfig) (*Container, error
 	}
 	image, fakeClock := cfg.Image, false
 	if image == "" {
-		if err := buildHostImage(pool); err != nil {
+		var err error
+		if image, err = buildHostImage(pool, cfg.Binary); err != nil {
 			return nil, err
 		}
-		image, fakeClock = HostImage, cfg.FakeClock
+		fakeClock = cfg.FakeClock
 	} else if cfg.FakeClock {
 		return nil, fmt.Errorf("%w: clock faults need the host image, not %s", ErrNotEnabled, image)
 	}
@@ -217,7 +245,7 @@ func StartContainers(ctx context.Context, n int, cfg ContainerConfig) (Group, er
 		cfg.Pool = pool
 	}
 	if cfg.Image == "" {
-		if err := buildHostImage(cfg.Pool); err != nil {
+		if _, err := buildHostImage(cfg.Pool, cfg.Binary); err != nil {
 			return nil, err
 		}
 	}
@@ -246,10 +274,10 @@ func (c *Container) logs() string {
 
 func (c *Container) Name() string { return c.cfg.Name }
 
-// Addr is where clients connect: the relay if there is one.
+// Addr is where clients connect: the proxy if there is one.
 func (c *Container) Addr() string {
 	if c.linkFaults.proxy != nil {
-		return c.linkFaults.proxy.addr()
+		return c.linkFaults.proxy.addr
 	}
 	return c.DirectAddr()
 }
@@ -372,39 +400,46 @@ func (c *Container) Close() error {
 	return errors.Join(err, os.RemoveAll(c.dir))
 }
 
-// buildHostImage builds HostImage once per pool, unless it exists.
-func buildHostImage(pool *dockertest.Pool) error {
+// buildHostImage builds the host image for binary (see hostImageFor) once
+// per pool, unless it exists, and returns its name.
+func buildHostImage(pool *dockertest.Pool, binary string) (string, error) {
+	image, name := hostImageFor(binary)
+	if binary == "" {
+		binary = DefaultBinary()
+	}
 	buildOnce.Lock()
 	defer buildOnce.Unlock()
-	if buildOnce.done[pool] {
-		return nil
+	key := builtImage{pool, image}
+	if buildOnce.done[key] {
+		return image, nil
 	}
-	if _, err := pool.Client.InspectImage(HostImage + ":latest"); err == nil {
-		buildOnce.done[pool] = true
-		return nil
+	if _, err := pool.Client.InspectImage(image + ":latest"); err == nil {
+		buildOnce.done[key] = true
+		return image, nil
 	}
 	ctxDir, err := os.MkdirTemp("", "redlock-image-")
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer os.RemoveAll(ctxDir)
-	if err := hostImageContext(ctxDir); err != nil {
-		return err
+	if err := hostImageContext(ctxDir, binary, name); err != nil {
+		return "", err
 	}
 	err = pool.Client.BuildImage(dc.BuildImageOptions{
-		Name: HostImage + ":latest", Dockerfile: "Dockerfile", ContextDir: ctxDir, OutputStream: io.Discard,
+		Name: image + ":latest", Dockerfile: "Dockerfile", ContextDir: ctxDir, OutputStream: io.Discard,
 	})
 	if err != nil {
-		return fmt.Errorf("node: build %s: %w", HostImage, err)
+		return "", fmt.Errorf("node: build %s: %w", image, err)
 	}
-	buildOnce.done[pool] = true
-	return nil
+	buildOnce.done[key] = true
+	return image, nil
 }
 
-// hostImageContext lays out a FROM scratch build: redis-server, every
-// library ldd lists for it and for libfaketime, and the jemalloc stub.
-func hostImageContext(dir string) error {
-	server, err := exec.LookPath("redis-server")
+// hostImageContext lays out a FROM scratch build: the server binary (as
+// /usr/bin/<name>), every library ldd lists for it and for libfaketime, and
+// the jemalloc stub.
+func hostImageContext(dir, binary, name string) error {
+	server, err := exec.LookPath(binary)
 	if err != nil {
 		return fmt.Errorf("%w (%v)", ErrRedisServerMissing, err)
 	}
@@ -412,7 +447,7 @@ func hostImageContext(dir string) error {
 		return err
 	}
 	root := filepath.Join(dir, "root")
-	if err := copyInto(root, server, "/usr/bin/redis-server"); err != nil {
+	if err := copyInto(root, server, "/usr/bin/"+name); err != nil {
 		return err
 	}
 	libs, err := lddPaths(server)
@@ -447,7 +482,7 @@ func hostImageContext(dir string) error {
 			return err
 		}
 	}
-	dockerfile := "FROM scratch\nCOPY root/ /\nENTRYPOINT [\"/usr/bin/redis-server\"]\n"
+	dockerfile := "FROM scratch\nCOPY root/ /\nENTRYPOINT [\"/usr/bin/" + name + "\"]\n"
 	return os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644)
 }
 

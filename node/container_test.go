@@ -2,6 +2,8 @@ package node_test
 
 import (
 	"context"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,5 +94,41 @@ func waitOK(ctx context.Context, f func() error) error {
 			return err
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// With a valkey-server binary (Config.Binary, or REDLOCK_SERVER_BINARY as
+// the Valkey CI pass sets it) the host image is built from Valkey, clock
+// faults included.
+func TestValkeyContainer(t *testing.T) {
+	node.RequireDocker(t)
+	if _, err := exec.LookPath("valkey-server"); err != nil {
+		t.Skip("no valkey-server on this host (bash .ci/install-valkey installs it)")
+	}
+	ctx := context.Background()
+	n, err := node.StartContainer(ctx, node.ContainerConfig{Config: node.Config{
+		Name: "vk", Binary: "valkey-server", FakeClock: true, Proxy: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	c := n.NewClient()
+	defer c.Close()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(info, "valkey_version:") {
+		t.Fatalf("INFO server of the Valkey container names no valkey_version:\n%s", info)
+	}
+	before, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.JumpClock(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := c.Time(ctx).Result(); after.Sub(before) < 59*time.Minute {
+		t.Fatalf("TIME moved by %v after a 1h jump", after.Sub(before))
 	}
 }

@@ -2,9 +2,11 @@
 // harness, and injects faults into them.
 //
 // A Node is one server. The process backend (StartProcess) runs
-// redis-server on a free loopback port in its own temporary directory. Every
-// backend offers the same fault controls, so a scenario written against Node
-// runs on any of them.
+// redis-server on a free loopback port in its own temporary directory; the
+// container backend (StartContainer) runs it in Docker. Every backend offers
+// the same fault controls, so a scenario written against Node runs on any of
+// them. Link faults go through Toxiproxy, embedded in this process in front
+// of the node (Config.Proxy).
 //
 // The lock client never imports this package: it is a test fixture.
 package node
@@ -42,13 +44,28 @@ type Node interface {
 	// Resume continues a paused server (SIGCONT).
 	Resume(ctx context.Context) error
 
+	// Link faults act on the node's embedded Toxiproxy (Config.Proxy).
+
 	// Cut isolates the node from every client until Heal: bytes are held,
 	// not dropped, and delivered after Heal, as TCP retransmission does.
 	Cut(ctx context.Context) error
-	// Heal ends a Cut.
+	// ResetPeer resets every connection that carries a byte, after waiting
+	// after, until Heal.
+	ResetPeer(ctx context.Context, after time.Duration) error
+	// HalfOpen drops every byte without closing connections (closeAfter 0)
+	// or closes each closeAfter after the fault reaches it, until Heal.
+	HalfOpen(ctx context.Context, closeAfter time.Duration) error
+	// Heal ends a Cut, ResetPeer or HalfOpen.
 	Heal(ctx context.Context) error
-	// SetLatency adds d of delay to every exchange with the node; 0 removes it.
+	// SetLatency adds d of delay each way to every exchange with the node; 0 removes it.
 	SetLatency(ctx context.Context, d time.Duration) error
+	// SetJitter adds latency plus or minus up to jitter each way; zeros remove it.
+	SetJitter(ctx context.Context, latency, jitter time.Duration) error
+	// SetBandwidth limits each direction to kbPerSec KB/s; 0 removes it.
+	SetBandwidth(ctx context.Context, kbPerSec int) error
+	// SetSlicing delivers bytes in pieces of about averageBytes, delay
+	// apart; 0 removes it.
+	SetSlicing(ctx context.Context, averageBytes int, delay time.Duration) error
 	// JumpClock moves the node's wall clock by d, forwards or backwards, on
 	// top of earlier jumps. Redis expires keys by this clock.
 	JumpClock(ctx context.Context, d time.Duration) error

@@ -36,8 +36,9 @@ type Config struct {
 	Env []string
 	// StartTimeout bounds the wait for the server to answer PING (default 10s).
 	StartTimeout time.Duration
-	// Proxy puts a TCP relay in front of the node, so that Cut, Heal and
-	// SetLatency work. Addr is then the relay's address.
+	// Proxy puts an embedded Toxiproxy in front of the node, so that the
+	// link faults (Cut, SetJitter, ResetPeer, ...) work. Addr is then the
+	// proxy's address.
 	Proxy bool
 	// FakeClock runs the server under libfaketime, so that JumpClock works.
 	FakeClock bool
@@ -166,15 +167,15 @@ func freePort() (int, error) {
 
 func (p *Process) Name() string { return p.cfg.Name }
 
-// Addr is where clients connect: the relay if there is one, else the server.
+// Addr is where clients connect: the proxy if there is one, else the server.
 func (p *Process) Addr() string {
 	if p.linkFaults.proxy != nil {
-		return p.linkFaults.proxy.addr()
+		return p.linkFaults.proxy.addr
 	}
 	return p.DirectAddr()
 }
 
-// DirectAddr is the server's own address, bypassing the relay.
+// DirectAddr is the server's own address, bypassing the proxy.
 func (p *Process) DirectAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
 
 // Dir is the node's data directory.

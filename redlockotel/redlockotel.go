@@ -11,9 +11,10 @@
 //
 //   - redlock.operation.duration (histogram, s): how long each lock attempt,
 //     extension and unlock took to decide, by redlock.operation and
-//     redlock.result ("ok", or the error kind: "locked", "unavailable",
-//     "expired", "superseded", "no_validity", "wrong_type", "canceled",
-//     "closed", "error").
+//     redlock.result ("ok", "canceled", or the error kind: "locked",
+//     "unavailable", "expired", "superseded", "no_validity", "auth",
+//     "no_permission", "script", "not_provisioned", "amnesia", ... one per
+//     sentinel error of package redlock (see Result), or "error").
 //   - redlock.node.calls (counter): one per node per round, by
 //     redlock.operation, redlock.node (its index in the list given to
 //     redlock.New) and redlock.node.outcome ("granted", "refused",
@@ -202,30 +203,68 @@ func (o *Observer) nodeAttr(i int) attribute.KeyValue {
 	return attribute.String("redlock.node", strconv.Itoa(i))
 }
 
-// Result names an operation's error for the redlock.result attribute: "ok"
-// for nil, the kind for the redlock sentinels.
+// Result is the low-cardinality label for an operation's error: "ok" for
+// nil, "canceled" when the caller's context ended it, else the kind of
+// failure, one label per sentinel error of package redlock (several share
+// one: the three bad-name errors are "bad_name", the configuration errors of
+// New are "bad_config", ErrReleased counts as "expired"). An error that
+// matches none is "error".
 func Result(err error) string {
 	switch {
 	case err == nil:
 		return "ok"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "canceled"
-	case errors.Is(err, redlock.ErrLocked):
-		return "locked"
-	case errors.Is(err, redlock.ErrUnavailable):
-		return "unavailable"
-	case errors.Is(err, redlock.ErrExpired), errors.Is(err, redlock.ErrReleased):
-		return "expired"
-	case errors.Is(err, redlock.ErrSuperseded):
-		return "superseded"
-	case errors.Is(err, redlock.ErrNoValidity):
-		return "no_validity"
-	case errors.Is(err, redlock.ErrWrongType):
-		return "wrong_type"
-	case errors.Is(err, redlock.ErrClosed):
-		return "closed"
+	}
+	for _, l := range resultLabels {
+		if errors.Is(err, l.err) {
+			return l.label
+		}
 	}
 	return "error"
+}
+
+// resultLabels is checked in order: ErrNodeHung wraps ErrNodeTimeout, so it
+// comes first. The test fails when errors.go gains a sentinel missing here.
+var resultLabels = []struct {
+	err   error
+	label string
+}{
+	{redlock.ErrLocked, "locked"},
+	{redlock.ErrUnavailable, "unavailable"},
+	{redlock.ErrNoValidity, "no_validity"},
+	{redlock.ErrExpired, "expired"},
+	{redlock.ErrReleased, "expired"},
+	{redlock.ErrSuperseded, "superseded"},
+	{redlock.ErrAmnesia, "amnesia"},
+	{redlock.ErrNotProvisioned, "not_provisioned"},
+	{redlock.ErrRepairTooSoon, "repair_too_soon"},
+	{redlock.ErrTokenRange, "token_range"},
+	{redlock.ErrNodeIDConflict, "node_id_conflict"},
+	{redlock.ErrWrongType, "wrong_type"},
+	{redlock.ErrAuth, "auth"},
+	{redlock.ErrNoPermission, "no_permission"},
+	{redlock.ErrScript, "script"},
+	{redlock.ErrLockLost, "lock_lost"},
+	{redlock.ErrNodeHung, "node_hung"},
+	{redlock.ErrNodeTimeout, "node_timeout"},
+	{redlock.ErrBadNode, "bad_node"},
+	{redlock.ErrEmptyName, "bad_name"},
+	{redlock.ErrNameTooLong, "bad_name"},
+	{redlock.ErrBadName, "bad_name"},
+	{redlock.ErrClosed, "closed"},
+	{redlock.ErrNoNodes, "bad_config"},
+	{redlock.ErrNilNode, "bad_config"},
+	{redlock.ErrDuplicateNode, "bad_config"},
+	{redlock.ErrTTLTooShort, "bad_config"},
+	{redlock.ErrBadDriftFactor, "bad_config"},
+	{redlock.ErrBadNodeTimeout, "bad_config"},
+	{redlock.ErrNoValidityBudget, "bad_config"},
+	{redlock.ErrBadRetryDelay, "bad_config"},
+	{redlock.ErrRetentionTooShort, "bad_config"},
+	{redlock.ErrTooManyNodes, "bad_config"},
+	{redlock.ErrFencingNode, "bad_config"},
+	{redlock.ErrBadKeyPrefix, "bad_config"},
 }
 
 var outcomeNames = map[redlock.Outcome]string{

@@ -235,15 +235,16 @@ func onOff(b bool) string {
 
 // chaosRunJSON is one run in `redlock chaos --json`.
 type chaosRunJSON struct {
-	Scenario   string            `json:"scenario"`
-	Fencing    bool              `json:"fencing"`
-	OK         bool              `json:"ok"`
-	Verdict    string            `json:"verdict"`
-	Holds      int               `json:"holds"`
-	Faults     int               `json:"faults"`
-	Acked      int               `json:"acked_writes"`
-	Findings   map[string]int    `json:"findings"`
-	Violations []chaos.Violation `json:"violations,omitempty"`
+	Scenario   string             `json:"scenario"`
+	Fencing    bool               `json:"fencing"`
+	OK         bool               `json:"ok"`
+	Verdict    string             `json:"verdict"`
+	Holds      int                `json:"holds"`
+	Faults     int                `json:"faults"`
+	Acked      int                `json:"acked_writes"`
+	Findings   map[string]int     `json:"findings"`
+	Violations []chaos.Violation  `json:"violations,omitempty"`
+	Porcupine  []chaos.ModelCheck `json:"porcupine"`
 }
 
 func writeChaosJSON(out io.Writer, results []*chaos.Result, report string) error {
@@ -259,6 +260,7 @@ func writeChaosJSON(out io.Writer, results []*chaos.Result, report string) error
 				"token_order": f.TokenOrder, "lost_writes": f.LostWrites,
 			},
 			Violations: f.Violations,
+			Porcupine:  r.Models,
 		})
 	}
 	enc := json.NewEncoder(out)
