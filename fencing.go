@@ -28,13 +28,6 @@ import (
 // the low byte of every token.
 const MaxFencingNodes = 256
 
-// Token returns the lock's fencing token: larger than the token of every
-// acquisition of the same name that returned before this one began, and
-// larger than every token committed before this lock was granted (see
-// docs/fencing.md for the exact guarantees). Pass it to the protected
-// resource with every operation. It is 0 when fencing is off.
-func (l *Lock) Token() uint64 { return l.token }
-
 var (
 	//go:embed lua/identity.lua
 	identityPrelude string
@@ -54,28 +47,6 @@ local WAITER, STALE, WAITED = ARGV[3], tonumber(ARGV[4]), math.max(0, tonumber(A
 	fencedAcquireLua = newScript(fencedAcquireScript)
 	commitLua        = newScript(commitScript)
 )
-
-// highKey is H of a lock name: it shares the name's hash tag.
-func highKey(lockKey string) string { return lockKey + ":fence:high" }
-
-// nodeKeys are the per-node keys of the fencing state.
-type nodeKeys struct {
-	uuid, roster, id, replid, lost string // identity (identity.go)
-	counter, floor, maxTTL         string // G, E, the longest TTL in use
-}
-
-func newNodeKeys(prefix string) nodeKeys {
-	return nodeKeys{
-		uuid:    prefix + ":node-uuid",
-		roster:  prefix + ":node-roster",
-		id:      prefix + ":node-id",
-		replid:  prefix + ":node-replid",
-		lost:    prefix + ":node-lost",
-		counter: prefix + ":fence:counter",
-		floor:   prefix + ":fence:floor",
-		maxTTL:  prefix + ":fence:max-ttl",
-	}
-}
 
 // errNoIdentity is the Err of a node that holds no fencing identity at all:
 // never provisioned, or emptied.
