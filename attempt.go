@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -201,3 +202,27 @@ func (l *Lock) abandon(t *tally) {
 		}
 	}
 }
+
+// acquireScript sets the lock unless this value was already released here,
+// or the lock is promised to another waiter.
+//
+//	KEYS[1] lock key, KEYS[2] release marker of this value,
+//	KEYS[3..5] the queue: promise NEXT, QUEUE, SEEN
+//	ARGV[1] value,    ARGV[2] TTL in ms, ARGV[3] waiter id (empty: none),
+//	ARGV[4] STALE in ms, ARGV[5] WAITED in ms
+//
+// Returns 1 if the node now holds the value, 0 if another owner holds the
+// key or it is promised to another waiter, and a WRONGTYPE error if the key
+// is not a string.
+//
+// The release marker exists because a call that timed out may still be
+// sitting in a paused node's socket buffer: when the node resumes it would set
+// the lock for a fresh TTL after the release had already run.
+var (
+	//go:embed lua/acquire.lua
+	acquireBody   string
+	acquireScript = `local NEXT, QUEUE, SEEN = KEYS[3], KEYS[4], KEYS[5]
+local WAITER, STALE, WAITED = ARGV[3], tonumber(ARGV[4]), math.max(0, tonumber(ARGV[5]) or 0)
+` + queueLua + acquireBody
+	acquireLua = newScript(acquireScript)
+)

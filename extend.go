@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"time"
 
@@ -80,3 +81,14 @@ func (l *Lock) moveDeadline(until time.Time) bool {
 	l.timer = l.c.cfg.clock.AfterFunc(until.Sub(l.c.cfg.clock.Now()), l.closeDone)
 	return true
 }
+
+// extendScript re-applies the TTL where the key still holds this value. It
+// never creates the key: an expired lock stays expired.
+//
+//	KEYS[1] lock key
+//	ARGV[1] value, ARGV[2] TTL in ms
+var (
+	//go:embed lua/extend.lua
+	extendScript string
+	extendLua    = newScript(extendScript)
+)

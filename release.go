@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	_ "embed"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -141,3 +142,35 @@ func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool) {
 		pause = min(2*pause, c.cfg.ttl/4)
 	}
 }
+
+// releaseScript deletes the lock if it still holds this value.
+//
+//	KEYS[1] lock key, KEYS[2] release marker of this value,
+//	KEYS[3..5] the queue: promise NEXT, QUEUE, SEEN
+//	ARGV[1] value,    ARGV[2] marker TTL in ms, or 0 for no marker
+//	ARGV[3] 1 to announce the release, 0 not to
+//	ARGV[4] the holder's waiter id (empty: none);  ARGV[5] STALE in ms
+//	ARGV[6] how long the promise to the next waiter lasts, in ms
+//
+// Returns 1 if it deleted the lock, 0 if the key held something else. When
+// the value is absent and ARGV[2] is not 0, it leaves the release marker, so
+// a SET of this value still in flight cannot land afterwards.
+//
+// An announced release (Unlock) takes the holder out of the queue and,
+// where the lock is now free, promises it to the first waiter seen within
+// STALE ms, dropping those not seen for longer. It publishes that waiter's
+// id on "<lock key>:promised:<client id>", the channel of the waiter's
+// client only (a waiter id is "<client id>/<n>"); if nobody waits, it
+// publishes "" on "<lock key>:released", which every waiting client
+// hears. Nodes where the lock was already gone promise it too, so that
+// every node promises it to its first waiter (the same one on every node
+// unless two waiters arrived there within moments of each other). Where nobody is queued and
+// nothing is promised, it publishes nothing: every waiter refused by this
+// node is in its queue. Notifications are a hint (waiters fall back to
+// their retry delay), so a PUBLISH that fails, say because an ACL denies
+// the channel, does not fail the release.
+var (
+	//go:embed lua/release.lua
+	releaseScript string
+	releaseLua    = newScript(releaseScript)
+)
