@@ -40,6 +40,9 @@ func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
 // lock's queue, and waited is how long it has waited so far (queueLua);
 // TryLock passes "".
 func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.Duration) (*Lock, error) {
+	if tr := c.cfg.trace; tr != nil && tr.AttemptStart != nil {
+		tr.AttemptStart(name)
+	}
 	l := c.newLock(name)
 	l.waiter = waiter
 	waitedMs := waited.Milliseconds()
@@ -53,7 +56,7 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 	} else {
 		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedMs)
 	}
-	replies, err := c.fanOut(ctx, nil, nil, op, l.afterAcquire)
+	replies, err := c.fanOut(ctx, "lock", nil, nil, op, l.afterAcquire)
 	if err != nil {
 		c.observe(ctx, "lock", name, start, nil, nil, 0, time.Time{}, err)
 		return nil, err
@@ -64,7 +67,7 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 	qe := &QuorumError{Op: "lock", Name: name, Cause: ctxErr, Nodes: t.snapshot()}
 	var commit []NodeResult
 	if ctxErr == nil && t.won() {
-		commit, qe.Kind, qe.Cause = l.grant(ctx, start, t)
+		commit, qe.Kind, qe.Cause = c.cfg.grant(l, ctx, start, t)
 		if qe.Kind == nil && qe.Cause == nil {
 			c.observe(ctx, "lock", name, start, l.results, commit, l.token, l.until, nil)
 			return l, nil
@@ -91,25 +94,15 @@ func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []N
 	// the drift. (Counting from the end of the attempt would subtract its
 	// duration twice.)
 	until := start.Add(c.cfg.ttl - c.cfg.drift())
-	validity := func() time.Duration { return until.Sub(c.cfg.clock.Now()) }
 	var token int64
 	if c.cfg.fencing {
 		token = t.best
-		if c.cfg.naive == naiveEarlyValidity && validity() <= 0 {
-			return nil, ErrNoValidity, nil
-		}
-		if c.cfg.naive != naiveNoCommit {
-			commit, kind, cause = l.commit(ctx, token)
-			if kind != nil || cause != nil {
-				return commit, kind, cause
-			}
+		commit, kind, cause = l.commit(ctx, token)
+		if kind != nil || cause != nil {
+			return commit, kind, cause
 		}
 	}
-	v := validity()
-	if c.cfg.naive == naiveEarlyValidity {
-		v = max(v, time.Millisecond) // checked before round 2 only
-	}
-	if v <= 0 {
+	if until.Sub(c.cfg.clock.Now()) <= 0 {
 		return commit, ErrNoValidity, nil
 	}
 	l.token = uint64(token)

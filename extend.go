@@ -44,7 +44,7 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 		return call.outcome(ctx, node)
 	}
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(ctx, nil, nil, op, nil)
+	replies, err := c.fanOut(ctx, "extend", nil, nil, op, nil)
 	if err != nil {
 		return time.Time{}, nil, err
 	}

@@ -89,10 +89,8 @@ func (l *Lock) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalC
 // failure (nil on success) and the per-node results.
 func (l *Lock) commit(ctx context.Context, token int64) (nodes []NodeResult, kind, cause error) {
 	c := l.c
-	nk := &c.keys
-	call := newScriptCall(commitLua, []any{highKey(l.key), nk.counter, nk.floor, nk.id, nk.replid, nk.lost},
-		token, c.args.retention)
-	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+	call := l.commitCall(token)
+	return l.commitRound(ctx, token, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
 		h, err := call.run(ctx, node).Int64()
 		switch {
 		case err != nil:
@@ -100,17 +98,30 @@ func (l *Lock) commit(ctx context.Context, token int64) (nodes []NodeResult, kin
 		case h == -1:
 			c.noteAmnesia(i)
 			return NodeAmnesiac, 0, ErrAmnesia
-		case h > token && c.cfg.naive != naiveNoAbort && c.cfg.naive != naiveEarlyValidity:
+		case h > token:
 			return NodeRefused, h, nil // someone committed a newer token
 		default:
 			return NodeGranted, h, nil
 		}
-	}
-	if c.testHookBeforeCommit != nil {
-		c.testHookBeforeCommit()
+	})
+}
+
+// commitCall is round 2's script call for token.
+func (l *Lock) commitCall(token int64) *scriptCall {
+	nk := &l.c.keys
+	return newScriptCall(commitLua, []any{highKey(l.key), nk.counter, nk.floor, nk.id, nk.replid, nk.lost},
+		token, l.c.args.retention)
+}
+
+// commitRound sends round 2 (op on every node) and tells its outcome: any
+// node that refuses aborts the acquisition (a newer token was committed).
+func (l *Lock) commitRound(ctx context.Context, token int64, op nodeOp) (nodes []NodeResult, kind, cause error) {
+	c := l.c
+	if tr := c.cfg.trace; tr != nil && tr.RoundTwo != nil {
+		tr.RoundTwo(l.name, uint64(token))
 	}
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(ctx, nil, nil, op, nil)
+	replies, err := c.fanOut(ctx, "commit", nil, nil, op, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -147,14 +158,3 @@ func (c *Client) noteIntact(i int) {
 		c.amnesiac[i].Store(false)
 	}
 }
-
-// naiveVariant selects a broken token scheme from docs/fencing.md. Only the
-// tests set it, to show that their checks catch what it breaks.
-type naiveVariant uint8
-
-const (
-	naiveOff           naiveVariant = iota
-	naiveNoCommit                   // counterexample 1: max of round-1 candidates, no round 2
-	naiveEarlyValidity              // counterexample 2: validity checked after round 1; no abort rule
-	naiveNoAbort                    // counterexample 3: validity after round 2, but no abort rule
-)

@@ -90,7 +90,7 @@ func parseNodeState(v []any) (*nodeState, error) {
 // returns the tally once every node answered or timed out.
 func (c *Client) onNodes(ctx context.Context, op nodeOp) (*tally, error) {
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(ctx, nil, nil, op, nil)
+	replies, err := c.fanOut(ctx, "admin", nil, nil, op, nil)
 	if err != nil {
 		return nil, err
 	}

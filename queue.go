@@ -11,7 +11,7 @@ import (
 // node, in the background, withdrawing a promise made to it.
 func (c *Client) leaveQueue(key, waiter string) {
 	keys := []string{key, nextKey(key), queueKey(key), seenKey(key)}
-	_, _ = c.fanOut(context.Background(), nil, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+	_, _ = c.fanOut(context.Background(), "leave", nil, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
 		err := leaveLua.Run(ctx, node, keys, waiter).Err()
 		if err != nil {
 			return NodeFailed, 0, err

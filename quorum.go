@@ -31,7 +31,7 @@ type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcom
 // arrive in the order they come (it is buffered for all of them, so nobody
 // has to drain it).
 //
-// If after is not nil, the call on node i starts only once after[i] is
+// name names the round for Trace. If after is not nil, the call on node i starts only once after[i] is
 // closed (or is nil); the node timeout runs from then.
 //
 // A round skips a node i for which sent[i] is false (nil sends to all),
@@ -47,7 +47,7 @@ type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcom
 //
 // The calls run under ctx, so a caller's cancellation reaches clients built
 // with ContextTimeoutEnabled; the node timeout bounds them either way.
-func (c *Client) fanOut(ctx context.Context, after []chan struct{}, sent []bool, op nodeOp,
+func (c *Client) fanOut(ctx context.Context, name string, after []chan struct{}, sent []bool, op nodeOp,
 	then func(reply)) (<-chan reply, error) {
 	replies := make(chan reply, len(c.nodes))
 	c.mu.Lock()
@@ -63,7 +63,7 @@ func (c *Client) fanOut(ctx context.Context, after []chan struct{}, sent []bool,
 	// a call cut at the node timeout on a saturated machine would abort the
 	// very dial or write that was about to succeed (go-redis dials under the
 	// call's context), and the next attempt would start from scratch.
-	r := &round{}
+	r := &round{name: name}
 	r.ctx, r.cancel = context.WithTimeout(ctx, c.cfg.patience())
 	r.running.Store(int32(len(c.nodes)))
 	var hung []bool
@@ -109,6 +109,10 @@ func (c *Client) call(ctx context.Context, r *round, i int, node redis.Universal
 	if sent != nil && !sent[i] {
 		return skipped
 	}
+	tr := c.cfg.trace
+	if tr != nil && tr.NodeCall != nil {
+		tr.NodeCall(r.name, i)
+	}
 	start := time.Now()
 	health.sending(c)
 	outcome, value, err := safeOp(op, callCtx, i, node)
@@ -123,7 +127,11 @@ func (c *Client) call(ctx context.Context, r *round, i int, node redis.Universal
 			outcome = NodeTimedOut
 		}
 	}
-	return reply{node: i, outcome: outcome, value: value, err: err, latency: time.Since(start), sent: true}
+	rep := reply{node: i, outcome: outcome, value: value, err: err, latency: time.Since(start), sent: true}
+	if tr != nil && tr.NodeReply != nil {
+		tr.NodeReply(r.name, i, NodeResult{Node: i, Outcome: outcome, Err: err, Latency: rep.latency})
+	}
+	return rep
 }
 
 // safeOp runs op, turning a panic into a failed call: a go-redis client
@@ -142,6 +150,7 @@ func safeOp(op nodeOp, ctx context.Context, i int, node redis.UniversalClient) (
 // round holds the deadline that a round's calls share. The last call to end
 // releases it.
 type round struct {
+	name    string // what Trace calls it: "lock", "commit"...
 	ctx     context.Context
 	cancel  context.CancelFunc
 	running atomic.Int32

@@ -50,9 +50,6 @@ type Client struct {
 	args scriptArgs
 
 	lockWarns warnLimiter // Lock's warnings about failing attempts (lockwarn.go)
-
-	testHookBeforeCommit    func() // tests only: runs between round 1 and round 2
-	testHookBeforeSubscribe func() // tests only: runs before each SUBSCRIBE a node's subscriber sends
 }
 
 // scriptArgs are the script arguments that depend only on the

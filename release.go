@@ -48,7 +48,7 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 		}
 	}
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(context.WithoutCancel(ctx), l.acqDone, l.acqSent, op, then) // nothing to release where nothing was sent
+	replies, err := c.fanOut(context.WithoutCancel(ctx), "unlock", l.acqDone, l.acqSent, op, then) // nothing to release where nothing was sent
 	if err != nil {
 		return nil, err
 	}
