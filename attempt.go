@@ -33,13 +33,19 @@ func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 	}
+	if c.cfg.fencing {
+		c.learnIdentities()
+	}
 	return c.tryLock(ctx, name, "", 0)
 }
 
 // tryLock makes one attempt. waiter identifies a waiting Lock call in the
 // lock's queue, and waited is how long it has waited so far (queueLua);
 // TryLock passes "".
-func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.Duration) (*Lock, error) {
+//
+// The fenced client's identities are learnt by the callers (TryLock, Lock),
+// once, before their first attempt.
+func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.Duration) (_ *Lock, err error) {
 	if tr := c.cfg.trace; tr != nil && tr.AttemptStart != nil {
 		tr.AttemptStart(name)
 	}
@@ -47,29 +53,35 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 	l.waiter = waiter
 	waitedMs := waited.Milliseconds()
 	start := c.cfg.clock.Now()
-	deadline := time.Now().Add(c.cfg.nodeTimeout)
+	var commit []NodeResult
+	defer func() {
+		// One report per attempt, however it ended.
+		if c.cfg.observer == nil {
+			return
+		}
+		if err != nil {
+			c.observe(ctx, "lock", name, start, l.results, commit, 0, time.Time{}, err)
+		} else {
+			c.observe(ctx, "lock", name, start, l.results, commit, l.token, l.until, nil)
+		}
+	}()
 	op := l.acquireOp
 	if c.cfg.fencing {
 		op = l.fencedAcquireOp
 		l.acquire = c.fencedAcquireCall(l, waiter, waitedMs)
-		c.learnIdentities()
 	} else {
 		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedMs)
 	}
-	replies, err := c.fanOut(ctx, "lock", nil, nil, op, l.afterAcquire)
-	if err != nil {
-		c.observe(ctx, "lock", name, start, nil, nil, 0, time.Time{}, err)
-		return nil, err
+	t, ctxErr := c.runRound(ctx, roundSpec{name: "lock", op: op, then: l.afterAcquire,
+		done: (*tally).decided, soon: c.giveUpOnContention})
+	if t == nil {
+		return nil, ctxErr // closed
 	}
-	t := newTally(len(c.nodes))
-	ctxErr := c.collect(ctx, replies, t, (*tally).decided, deadline, c.giveUpOnContention)
 
 	qe := &QuorumError{Op: "lock", Name: name, Cause: ctxErr, Nodes: t.snapshot()}
-	var commit []NodeResult
 	if ctxErr == nil && t.won() {
 		commit, qe.Kind, qe.Cause = c.cfg.grant(l, ctx, start, t)
 		if qe.Kind == nil && qe.Cause == nil {
-			c.observe(ctx, "lock", name, start, l.results, commit, l.token, l.until, nil)
 			return l, nil
 		}
 		if commit != nil && qe.Kind != ErrNoValidity {
@@ -79,9 +91,6 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 		qe.Kind = classifyAcquire(t)
 	}
 	l.abandon(t)
-	if c.cfg.observer != nil {
-		c.observe(ctx, "lock", name, start, l.results, commit, 0, time.Time{}, qe)
-	}
 	return nil, qe
 }
 

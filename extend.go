@@ -43,13 +43,14 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 	op := func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
 		return call.outcome(ctx, node)
 	}
-	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(ctx, "extend", nil, nil, op, nil)
-	if err != nil {
+	// Until a majority extends the lock, or so many refuse that it is gone
+	// (ErrExpired) rather than unheard of (ErrUnavailable).
+	done := func(t *tally) bool { return t.won() || t.refusedByMajority() }
+	t, err := c.runRound(ctx, roundSpec{name: "extend", op: op, done: done})
+	if t == nil {
 		return time.Time{}, nil, err
 	}
-	t := newTally(len(c.nodes))
-	if qe.Cause = c.collect(ctx, replies, t, (*tally).decided, deadline, nil); qe.Cause == nil && t.won() {
+	if qe.Cause = err; qe.Cause == nil && t.won() {
 		until = start.Add(c.cfg.ttl - c.cfg.drift()) // as in grant
 		if until.After(c.cfg.clock.Now()) && l.moveDeadline(until) {
 			if c.cfg.observer != nil {
@@ -60,7 +61,6 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 		qe.Kind = ErrExpired
 	}
 	if qe.Kind == nil && qe.Cause == nil {
-		qe.Cause = c.collect(ctx, replies, t, (*tally).refusedByMajority, deadline, nil)
 		qe.Kind = ErrUnavailable
 		if t.refusedByMajority() {
 			qe.Kind = ErrExpired

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -120,14 +119,12 @@ func (l *Lock) commitRound(ctx context.Context, token int64, op nodeOp) (nodes [
 	if tr := c.cfg.trace; tr != nil && tr.RoundTwo != nil {
 		tr.RoundTwo(l.name, uint64(token))
 	}
-	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(ctx, "commit", nil, nil, op, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	t := newTally(len(c.nodes))
 	aborted := func(t *tally) bool { return t.counts[NodeRefused] > 0 }
-	ctxErr := c.collect(ctx, replies, t, func(t *tally) bool { return t.decided() || aborted(t) }, deadline, nil)
+	t, ctxErr := c.runRound(ctx, roundSpec{name: "commit", op: op,
+		done: func(t *tally) bool { return t.decided() || aborted(t) }})
+	if t == nil {
+		return nil, nil, ctxErr
+	}
 	switch {
 	case ctxErr != nil:
 		return t.snapshot(), nil, ctxErr

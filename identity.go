@@ -89,14 +89,8 @@ func parseNodeState(v []any) (*nodeState, error) {
 // onNodes runs op on every node, each call bounded by the node timeout, and
 // returns the tally once every node answered or timed out.
 func (c *Client) onNodes(ctx context.Context, op nodeOp) (*tally, error) {
-	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(ctx, "admin", nil, nil, op, nil)
+	t, err := c.runRound(ctx, roundSpec{name: "admin", op: op})
 	if err != nil {
-		return nil, err
-	}
-	t := newTally(len(c.nodes))
-	never := func(*tally) bool { return false }
-	if err := c.collect(ctx, replies, t, never, deadline, nil); err != nil {
 		return nil, err
 	}
 	return t, nil

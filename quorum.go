@@ -22,6 +22,47 @@ type reply struct {
 	sent    bool // the call was sent; false for a node skipped as hung (fanOut)
 }
 
+// roundSpec describes one round: what is sent to every node, and when its
+// outcome is decided.
+type roundSpec struct {
+	name string // what Trace calls the round: "lock", "commit"...
+	op   nodeOp
+	// after, sent and then are fanOut's: a call waits for after[i], nodes
+	// with sent[i] false are skipped, then follows each call on its node.
+	after []chan struct{}
+	sent  []bool
+	then  func(reply)
+	// detach: the calls go on if ctx ends; ctx bounds only the wait for
+	// their replies (a release must reach the nodes).
+	detach bool
+	// done and soon are collect's; a nil done waits for every node.
+	done func(*tally) bool
+	soon func(*tally) (time.Time, bool)
+}
+
+// runRound is one round on the quorum: it sends s.op to every node
+// (fanOut) and counts the replies (collect) until s.done holds, every node
+// has an outcome, or ctx ends. It returns the tally, and ctx's error in the
+// last case. On a closed client it sends nothing and returns a nil tally
+// and ErrClosed.
+func (c *Client) runRound(ctx context.Context, s roundSpec) (*tally, error) {
+	deadline := time.Now().Add(c.cfg.nodeTimeout)
+	callCtx := ctx
+	if s.detach {
+		callCtx = context.WithoutCancel(ctx)
+	}
+	replies, err := c.fanOut(callCtx, s.name, s.after, s.sent, s.op, s.then)
+	if err != nil {
+		return nil, err
+	}
+	done := s.done
+	if done == nil {
+		done = func(*tally) bool { return false }
+	}
+	t := newTally(len(c.nodes))
+	return t, c.collect(ctx, replies, t, done, deadline, s.soon)
+}
+
 // nodeOp performs one call on node i. It returns the outcome, an
 // operation-specific value and, for NodeFailed, the error.
 type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error)

@@ -47,13 +47,12 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 			c.retryRelease(c.nodes[r.node], l, definite(l.acqOutcome[r.node]))
 		}
 	}
-	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(context.WithoutCancel(ctx), "unlock", l.acqDone, l.acqSent, op, then) // nothing to release where nothing was sent
-	if err != nil {
-		return nil, err
+	t, cause := c.runRound(ctx, roundSpec{name: "unlock", op: op, then: then, detach: true,
+		after: l.acqDone, sent: l.acqSent, // nothing to release where nothing was sent
+		done: (*tally).refusedByMajority, soon: c.waitForStragglers})
+	if t == nil {
+		return nil, cause
 	}
-	t := newTally(len(c.nodes))
-	cause := c.collect(ctx, replies, t, (*tally).refusedByMajority, deadline, c.waitForStragglers)
 	if t.won() {
 		if c.cfg.observer != nil {
 			return t.snapshot(), nil

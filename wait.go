@@ -33,6 +33,9 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 	if err := validateName(name); err != nil {
 		return nil, err
 	}
+	if c.cfg.fencing {
+		c.learnIdentities()
+	}
 	started := c.cfg.clock.Now()
 	key := c.lockKey(name)
 	waiter := c.id + "/" + strconv.FormatUint(c.waiters.Add(1), 10)
