@@ -1,6 +1,9 @@
 package redlock
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // nodeHealth tells a hung node from a slow one, so that a paused or hung
 // process is not sent call after call that will sit unanswered in its
@@ -105,3 +108,7 @@ func (h *nodeHealth) returned(c *Client, err error) {
 		h.answered.Store(now)
 	}
 }
+
+// since is the time since the client was made, in ns, on the monotonic
+// clock.
+func (c *Client) since() int64 { return int64(time.Since(c.epoch)) }

@@ -193,7 +193,3 @@ func (c *Client) Close() error {
 func (c *Client) closeWait() time.Duration {
 	return max(4*c.cfg.nodeTimeout, 500*time.Millisecond)
 }
-
-// since is the time since the client was made, in ns, on the monotonic
-// clock.
-func (c *Client) since() int64 { return int64(time.Since(c.epoch)) }
