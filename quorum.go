@@ -2,10 +2,7 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -298,20 +295,4 @@ func (c *Client) waitForStragglers(t *tally) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t.lastReply.Add(c.grace(t)), true
-}
-
-// isTimeout tells a node that did not answer in time from one that failed.
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// isServerReply reports whether err is an error reply from Redis itself
-// (WRONGTYPE, a script error): retrying the same call cannot help.
-func isServerReply(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re)
 }
