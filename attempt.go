@@ -72,8 +72,8 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 	} else {
 		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedMs)
 	}
-	t, ctxErr := c.runRound(ctx, roundSpec{name: "lock", op: op, then: l.afterAcquire,
-		done: (*tally).decided, soon: c.giveUpOnContention})
+	t, ctxErr := c.runRound(ctx, roundSpec{name: "lock", op: op, then: l.afterAcquire},
+		(*tally).decided, c.giveUpOnContention)
 	if t == nil {
 		return nil, ctxErr // closed
 	}

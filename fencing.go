@@ -120,8 +120,8 @@ func (l *Lock) commitRound(ctx context.Context, token int64, op nodeOp) (nodes [
 		tr.RoundTwo(l.name, uint64(token))
 	}
 	aborted := func(t *tally) bool { return t.counts[NodeRefused] > 0 }
-	t, ctxErr := c.runRound(ctx, roundSpec{name: "commit", op: op,
-		done: func(t *tally) bool { return t.decided() || aborted(t) }})
+	t, ctxErr := c.runRound(ctx, roundSpec{name: "commit", op: op},
+		func(t *tally) bool { return t.decided() || aborted(t) }, nil)
 	if t == nil {
 		return nil, nil, ctxErr
 	}

@@ -89,7 +89,7 @@ func parseNodeState(v []any) (*nodeState, error) {
 // onNodes runs op on every node, each call bounded by the node timeout, and
 // returns the tally once every node answered or timed out.
 func (c *Client) onNodes(ctx context.Context, op nodeOp) (*tally, error) {
-	t, err := c.runRound(ctx, roundSpec{name: "admin", op: op})
+	t, err := c.runRound(ctx, roundSpec{name: "admin", op: op}, nil, nil)
 	if err != nil {
 		return nil, err
 	}

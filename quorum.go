@@ -19,8 +19,7 @@ type reply struct {
 	sent    bool // the call was sent; false for a node skipped as hung (fanOut)
 }
 
-// roundSpec describes one round: what is sent to every node, and when its
-// outcome is decided.
+// roundSpec describes what one round sends to every node.
 type roundSpec struct {
 	name string // what Trace calls the round: "lock", "commit"...
 	op   nodeOp
@@ -32,17 +31,18 @@ type roundSpec struct {
 	// detach: the calls go on if ctx ends; ctx bounds only the wait for
 	// their replies (a release must reach the nodes).
 	detach bool
-	// done and soon are collect's; a nil done waits for every node.
-	done func(*tally) bool
-	soon func(*tally) (time.Time, bool)
 }
 
 // runRound is one round on the quorum: it sends s.op to every node
-// (fanOut) and counts the replies (collect) until s.done holds, every node
-// has an outcome, or ctx ends. It returns the tally, and ctx's error in the
-// last case. On a closed client it sends nothing and returns a nil tally
-// and ErrClosed.
-func (c *Client) runRound(ctx context.Context, s roundSpec) (*tally, error) {
+// (fanOut) and counts the replies (collect, with its done and soon; a nil
+// done waits for every node) until done holds, every node has an outcome,
+// or ctx ends. It returns the tally, and ctx's error in the last case. On a
+// closed client it sends nothing and returns a nil tally and ErrClosed.
+//
+// done and soon are parameters, not fields of s: what s holds goes to the
+// node goroutines, and would take them to the heap with it.
+func (c *Client) runRound(ctx context.Context, s roundSpec, done func(*tally) bool,
+	soon func(*tally) (time.Time, bool)) (*tally, error) {
 	deadline := time.Now().Add(c.cfg.nodeTimeout)
 	callCtx := ctx
 	if s.detach {
@@ -52,12 +52,11 @@ func (c *Client) runRound(ctx context.Context, s roundSpec) (*tally, error) {
 	if err != nil {
 		return nil, err
 	}
-	done := s.done
 	if done == nil {
 		done = func(*tally) bool { return false }
 	}
 	t := newTally(len(c.nodes))
-	return t, c.collect(ctx, replies, t, done, deadline, s.soon)
+	return t, c.collect(ctx, replies, t, done, deadline, soon)
 }
 
 // nodeOp performs one call on node i. It returns the outcome, an

@@ -48,8 +48,8 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 		}
 	}
 	t, cause := c.runRound(ctx, roundSpec{name: "unlock", op: op, then: then, detach: true,
-		after: l.acqDone, sent: l.acqSent, // nothing to release where nothing was sent
-		done: (*tally).refusedByMajority, soon: c.waitForStragglers})
+		after: l.acqDone, sent: l.acqSent}, // nothing to release where nothing was sent
+		(*tally).refusedByMajority, c.waitForStragglers)
 	if t == nil {
 		return nil, cause
 	}
