@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -221,4 +222,20 @@ func (c *Client) unreachable(i int) error {
 		return nil
 	}
 	return f.err
+}
+
+// isTimeout tells a node that did not answer in time from one that failed.
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// isServerReply reports whether err is an error reply from Redis itself
+// (WRONGTYPE, a script error): retrying the same call cannot help.
+func isServerReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }

@@ -2,9 +2,18 @@ package redlock
 
 import "time"
 
-// clock is the client's only source of elapsed time. Validity is computed
-// from it and lock deadlines fire from it, so a test can stand in a clock
-// that jumps, standing for a process paused at an exact point.
+// clock is where the lock's own times come from: an attempt's start and
+// so Until, the validity checks of grant and Extend, the deadline that
+// closes Done, how long a Lock call has waited (its place in the queue), and
+// the times an Observer is given. A test can stand in a clock that jumps
+// (WithClock in export_test.go), standing for a process paused at an exact
+// point: a pause shows up where the protocol would see it.
+//
+// The network's times are not the lock's, and read the system clock
+// directly: a round's node timeout and give-up times (quorum.go), a node's
+// silence (health.go), background release retries (release.go) and the
+// warning rate limit. A jump of the test clock leaves them alone, as a pause
+// of the process would leave the nodes' answers already on their way.
 //
 // Implementations must be monotonic: the times Now returns are compared with
 // each other only, never with a wall clock, and never go backwards. The

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/quorumlock/redlock"
@@ -173,4 +174,44 @@ func ExampleWithObserver() {
 	// Output:
 	// lock "report": err=<nil>, granted by at least a majority: true
 	// unlock "report": err=<nil>, granted by at least a majority: true
+}
+
+// A Trace reports the protocol's points as they happen, and holds the
+// protocol while a callback runs: a test can pause an acquisition between
+// its rounds (RoundTwo) or delay one node's calls (NodeCall), to replay a
+// fault at an exact point.
+func ExampleWithTrace() {
+	nodes, stop := exampleNodes()
+	defer stop()
+	var granted atomic.Int32
+	trace := &redlock.Trace{
+		AttemptStart: func(name string) { fmt.Printf("attempt on %q\n", name) },
+		NodeReply: func(op string, node int, r redlock.NodeResult) {
+			if op == "lock" && r.Outcome == redlock.NodeGranted {
+				granted.Add(1) // runs before the round counts this reply
+			}
+		},
+		RoundTwo: func(name string, token uint64) {
+			fmt.Printf("round 1 won by a majority: %v; committing a token: %v\n", granted.Load() >= 3, token > 0)
+		},
+	}
+	c, _ := redlock.New(nodes, redlock.WithTrace(trace))
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Provision(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	l, err := c.TryLock(ctx, "report")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("held:", l.Token() > 0)
+	l.Unlock(ctx)
+	// Output:
+	// attempt on "report"
+	// round 1 won by a majority: true; committing a token: true
+	// held: true
 }

@@ -35,26 +35,6 @@ func (s *StepClock) Now() time.Time {
 
 func (s *StepClock) AfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
 
-// The broken token schemes of docs/fencing.md, for tests that must show
-// their checks can fail.
-type NaiveVariant = naiveVariant
-
-const (
-	NaiveNoCommit      = naiveNoCommit
-	NaiveEarlyValidity = naiveEarlyValidity
-	NaiveNoAbort       = naiveNoAbort
-)
-
-func WithNaiveFencing(v NaiveVariant) Option { return func(c *config) { c.naive = v } }
-
-// SetHookBeforeCommit runs f between round 1 and round 2 of every fenced
-// acquisition of c.
-func SetHookBeforeCommit(c *Client, f func()) { c.testHookBeforeCommit = f }
-
-// SetHookBeforeSubscribe runs f before each of c's subscriptions to release
-// notifications, on the node's subscriber goroutine.
-func SetHookBeforeSubscribe(c *Client, f func()) { c.testHookBeforeSubscribe = f }
-
 // ScriptName names the library script an EVAL or EVALSHA command runs.
 func ScriptName(args []any) string {
 	if len(args) < 2 {

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -28,13 +27,6 @@ import (
 // the low byte of every token.
 const MaxFencingNodes = 256
 
-// Token returns the lock's fencing token: larger than the token of every
-// acquisition of the same name that returned before this one began, and
-// larger than every token committed before this lock was granted (see
-// docs/fencing.md for the exact guarantees). Pass it to the protected
-// resource with every operation. It is 0 when fencing is off.
-func (l *Lock) Token() uint64 { return l.token }
-
 var (
 	//go:embed lua/identity.lua
 	identityPrelude string
@@ -54,28 +46,6 @@ local WAITER, STALE, WAITED = ARGV[3], tonumber(ARGV[4]), math.max(0, tonumber(A
 	fencedAcquireLua = newScript(fencedAcquireScript)
 	commitLua        = newScript(commitScript)
 )
-
-// highKey is H of a lock name: it shares the name's hash tag.
-func highKey(lockKey string) string { return lockKey + ":fence:high" }
-
-// nodeKeys are the per-node keys of the fencing state.
-type nodeKeys struct {
-	uuid, roster, id, replid, lost string // identity (identity.go)
-	counter, floor, maxTTL         string // G, E, the longest TTL in use
-}
-
-func newNodeKeys(prefix string) nodeKeys {
-	return nodeKeys{
-		uuid:    prefix + ":node-uuid",
-		roster:  prefix + ":node-roster",
-		id:      prefix + ":node-id",
-		replid:  prefix + ":node-replid",
-		lost:    prefix + ":node-lost",
-		counter: prefix + ":fence:counter",
-		floor:   prefix + ":fence:floor",
-		maxTTL:  prefix + ":fence:max-ttl",
-	}
-}
 
 // errNoIdentity is the Err of a node that holds no fencing identity at all:
 // never provisioned, or emptied.
@@ -118,10 +88,8 @@ func (l *Lock) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalC
 // failure (nil on success) and the per-node results.
 func (l *Lock) commit(ctx context.Context, token int64) (nodes []NodeResult, kind, cause error) {
 	c := l.c
-	nk := &c.keys
-	call := newScriptCall(commitLua, []any{highKey(l.key), nk.counter, nk.floor, nk.id, nk.replid, nk.lost},
-		token, c.args.retention)
-	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+	call := l.commitCall(token)
+	return l.commitRound(ctx, token, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
 		h, err := call.run(ctx, node).Int64()
 		switch {
 		case err != nil:
@@ -129,23 +97,34 @@ func (l *Lock) commit(ctx context.Context, token int64) (nodes []NodeResult, kin
 		case h == -1:
 			c.noteAmnesia(i)
 			return NodeAmnesiac, 0, ErrAmnesia
-		case h > token && c.cfg.naive != naiveNoAbort && c.cfg.naive != naiveEarlyValidity:
+		case h > token:
 			return NodeRefused, h, nil // someone committed a newer token
 		default:
 			return NodeGranted, h, nil
 		}
+	})
+}
+
+// commitCall is round 2's script call for token.
+func (l *Lock) commitCall(token int64) *scriptCall {
+	nk := &l.c.keys
+	return newScriptCall(commitLua, []any{highKey(l.key), nk.counter, nk.floor, nk.id, nk.replid, nk.lost},
+		token, l.c.args.retention)
+}
+
+// commitRound sends round 2 (op on every node) and tells its outcome: any
+// node that refuses aborts the acquisition (a newer token was committed).
+func (l *Lock) commitRound(ctx context.Context, token int64, op nodeOp) (nodes []NodeResult, kind, cause error) {
+	c := l.c
+	if tr := c.cfg.trace; tr != nil && tr.RoundTwo != nil {
+		tr.RoundTwo(l.name, uint64(token))
 	}
-	if c.testHookBeforeCommit != nil {
-		c.testHookBeforeCommit()
-	}
-	deadline := time.Now().Add(c.cfg.nodeTimeout)
-	replies, err := c.fanOut(ctx, nil, nil, op, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	t := newTally(len(c.nodes))
 	aborted := func(t *tally) bool { return t.counts[NodeRefused] > 0 }
-	ctxErr := c.collect(ctx, replies, t, func(t *tally) bool { return t.decided() || aborted(t) }, deadline, nil)
+	t, ctxErr := c.runRound(ctx, roundSpec{name: "commit", op: op},
+		func(t *tally) bool { return t.decided() || aborted(t) }, nil)
+	if t == nil {
+		return nil, nil, ctxErr
+	}
 	switch {
 	case ctxErr != nil:
 		return t.snapshot(), nil, ctxErr
@@ -176,14 +155,3 @@ func (c *Client) noteIntact(i int) {
 		c.amnesiac[i].Store(false)
 	}
 }
-
-// naiveVariant selects a broken token scheme from docs/fencing.md. Only the
-// tests set it, to show that their checks catch what it breaks.
-type naiveVariant uint8
-
-const (
-	naiveOff           naiveVariant = iota
-	naiveNoCommit                   // counterexample 1: max of round-1 candidates, no round 2
-	naiveEarlyValidity              // counterexample 2: validity checked after round 1; no abort rule
-	naiveNoAbort                    // counterexample 3: validity after round 2, but no abort rule
-)

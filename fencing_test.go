@@ -341,8 +341,8 @@ func TestCounterexamples2And3DelayedRoundOne(t *testing.T) {
 func TestClientPausedBetweenRoundsGetsNoToken(t *testing.T) {
 	cl := startCluster(t, 5)
 	const ttl = 300 * time.Millisecond
-	c := cl.newClient(t, redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond))
-	redlock.SetHookBeforeCommit(c, func() { time.Sleep(ttl + 100*time.Millisecond) })
+	c := cl.newClient(t, redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond),
+		redlock.WithTrace(&redlock.Trace{RoundTwo: func(string, uint64) { time.Sleep(ttl + 100*time.Millisecond) }}))
 	l, err := c.TryLock(context.Background(), "paused")
 	if !errors.Is(err, redlock.ErrNoValidity) || l != nil {
 		t.Fatalf("TryLock with a pause longer than the TTL between rounds: %v, %v; want ErrNoValidity", l, err)

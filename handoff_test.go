@@ -175,14 +175,14 @@ func TestReleaseBeforeSubscriptionStillWakesTheWaiter(t *testing.T) {
 		redlock.WithoutFencing()}
 	holder := cl.newClient(t, opts...)
 	attempts := make(chan error, 16)
+	gate := make(chan struct{})
 	waiter := cl.newClient(t, append(opts, redlock.WithRetryDelay(20*time.Second, 20*time.Second),
+		redlock.WithTrace(&redlock.Trace{Subscribe: func(int) { <-gate }}),
 		redlock.WithObserver(redlock.ObserverFunc(func(_ context.Context, e redlock.Event) {
 			if e.Op == "lock" {
 				attempts <- e.Err
 			}
 		})))...)
-	gate := make(chan struct{})
-	redlock.SetHookBeforeSubscribe(waiter, func() { <-gate })
 	ctx := context.Background()
 	h, err := holder.TryLock(ctx, "early")
 	if err != nil {

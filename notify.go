@@ -89,17 +89,6 @@ type waiting struct {
 	wake chan wakeReason // holds at most one pending notification
 }
 
-// The channels of a lock key: the one every client hears, and the one on
-// which only this client hears of the waiters it was promised to.
-const (
-	releasedSuffix = ":released"
-	promisedInfix  = ":promised:"
-)
-
-func (n *notifier) channels(key string) [2]string {
-	return [2]string{key + releasedSuffix, key + promisedInfix + n.c.id}
-}
-
 // subscriptionOf is the subscription a channel of this client belongs to,
 // or nil; n.mu is held.
 func (n *notifier) subscriptionOf(channel string) *subscription {

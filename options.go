@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -63,7 +64,12 @@ type config struct {
 	clock         clock
 	fencing       bool
 	retention     time.Duration
-	naive         naiveVariant // tests only: a broken token scheme
+	trace         *Trace
+	// grant turns a won round 1 into a held lock: (*Lock).grant. It is a
+	// field only so that the tests can substitute the broken token schemes
+	// of docs/fencing.md (naive_test.go) and show that their checks catch
+	// them; nothing else sets it.
+	grant func(l *Lock, ctx context.Context, start time.Time, t *tally) (commit []NodeResult, kind, cause error)
 }
 
 func defaultConfig() config {
@@ -77,6 +83,7 @@ func defaultConfig() config {
 		clock:         systemClock{},
 		fencing:       true,
 		retention:     DefaultRetention,
+		grant:         (*Lock).grant,
 	}
 }
 

@@ -3,13 +3,10 @@ package redlock
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Repair brings back a node whose fencing state is not intact, in O(1): it
@@ -258,89 +255,3 @@ func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, membe
 	}
 	return u, nil
 }
-
-// errNotAdoptable ends an online repair of a node that lost its uuid when
-// this client never saw which uuid the node held: only an operator's Repair
-// may pick one then.
-var errNotAdoptable = fmt.Errorf("%w: this client never saw the node's identity; run Repair", ErrAmnesia)
-
-// learnIdentities records, in the background, the uuid each intact node
-// holds, once per client (and again at every repair's read): what an
-// online repair may give back to a node that lost its data.
-func (c *Client) learnIdentities() {
-	c.learned.Do(func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.closed {
-			return
-		}
-		c.bg.Go(func() {
-			ctx, cancel := context.WithTimeout(c.life, max(10*c.cfg.nodeTimeout, time.Second))
-			defer cancel()
-			if states, _, err := c.readStates(ctx); err == nil {
-				c.remember(states)
-			}
-		})
-	})
-}
-
-func (c *Client) remember(states []*nodeState) {
-	c.knownMu.Lock()
-	defer c.knownMu.Unlock()
-	for i, s := range states {
-		if s != nil && s.intact() {
-			c.known[i] = s.uuid
-		}
-	}
-}
-
-func (c *Client) knownUUID(i int) string {
-	c.knownMu.Lock()
-	defer c.knownMu.Unlock()
-	return c.known[i]
-}
-
-// repairOnline repairs node i in the background, once per episode: it waits
-// out the delayed restart and retries while no majority is intact, for at
-// most a bounded number of tries, and stops at Close.
-func (c *Client) repairOnline(i int) {
-	if !c.repairing[i].CompareAndSwap(false, true) {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		c.repairing[i].Store(false)
-		return
-	}
-	c.bg.Go(func() {
-		defer c.repairing[i].Store(false)
-		pause := max(c.cfg.ttl/10, c.cfg.nodeTimeout)
-		for try := 0; try < onlineRepairTries; try++ {
-			ctx, cancel := context.WithTimeout(c.life, max(10*c.cfg.nodeTimeout, time.Second))
-			err := c.repair(ctx, i, repairConfig{online: true})
-			cancel()
-			var soon *RepairTooSoonError
-			switch {
-			case err == nil:
-				return
-			case errors.As(err, &soon):
-				pause = soon.Wait + time.Millisecond
-			case errors.Is(err, redis.ErrClosed) || errors.Is(err, ErrClosed) ||
-				errors.Is(err, ErrNotProvisioned) || err == errNotAdoptable:
-				c.log.Debug("redlock: online repair stopped", "node", i, "err", err)
-				return
-			default:
-				pause = min(2*pause, c.cfg.ttl)
-				c.log.Debug("redlock: online repair not possible yet", "node", i, "err", err)
-			}
-			if !sleepCtx(c.life, pause) {
-				return
-			}
-		}
-	})
-}
-
-// onlineRepairTries bounds a background repair; the next amnesia reply from
-// the node starts another.
-const onlineRepairTries = 100

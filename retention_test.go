@@ -120,8 +120,8 @@ func TestRepairFloorAbortsTheIntersectionTrap(t *testing.T) {
 func TestRoundTwoDelayedPastRetentionFails(t *testing.T) {
 	cl := startCluster(t, 3)
 	const ttl, retention = 100 * time.Millisecond, 300 * time.Millisecond
-	c := cl.newClient(t, redlock.WithTTL(ttl), redlock.WithNodeTimeout(20*time.Millisecond), redlock.WithRetention(retention))
-	redlock.SetHookBeforeCommit(c, func() { time.Sleep(retention + 50*time.Millisecond) })
+	c := cl.newClient(t, redlock.WithTTL(ttl), redlock.WithNodeTimeout(20*time.Millisecond), redlock.WithRetention(retention),
+		redlock.WithTrace(&redlock.Trace{RoundTwo: func(string, uint64) { time.Sleep(retention + 50*time.Millisecond) }}))
 	if l, err := c.TryLock(context.Background(), "late"); !errors.Is(err, redlock.ErrNoValidity) {
 		if l != nil {
 			l.Unlock(context.Background())

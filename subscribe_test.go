@@ -124,7 +124,12 @@ func TestBurstOfWaitersIsSubscribedOnEveryNode(t *testing.T) {
 	cl.holdNames(t, names, 0, 1, 2)
 	refused := make(chan struct{}, waiters*4)
 	var attempts atomic.Int64
-	c := cl.newClient(t, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second), redlock.WithoutFencing(),
+	// The subscriber is slow: it takes nothing until every waiter has asked.
+	gate := make(chan struct{})
+	var opened sync.Once
+	open := func() { opened.Do(func() { close(gate) }) }
+	defer open()
+	c := cl.newClient(t, redlock.WithTrace(&redlock.Trace{Subscribe: func(int) { <-gate }}), redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second), redlock.WithoutFencing(),
 		redlock.WithRetryDelay(time.Minute, time.Minute), // no retries: each waiter waits for a notification
 		redlock.WithObserver(redlock.ObserverFunc(func(_ context.Context, e redlock.Event) {
 			if e.Op == "lock" && e.Err != nil {
@@ -132,12 +137,6 @@ func TestBurstOfWaitersIsSubscribedOnEveryNode(t *testing.T) {
 				refused <- struct{}{}
 			}
 		})))
-	// The subscriber is slow: it takes nothing until every waiter has asked.
-	gate := make(chan struct{})
-	var opened sync.Once
-	open := func() { opened.Do(func() { close(gate) }) }
-	defer open()
-	redlock.SetHookBeforeSubscribe(c, func() { <-gate })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

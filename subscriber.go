@@ -21,6 +21,7 @@ import (
 // state is bounded by the names wanted and the names held.
 type subscriber struct {
 	n    *notifier
+	node int // index into the client's nodes
 	ps   *redis.PubSub
 	wake chan struct{} // holds one pending wake-up: dirty has names
 
@@ -44,8 +45,8 @@ const reconcileBatch = 128
 // start opens the subscriber connections; n.mu is held.
 func (n *notifier) start() {
 	n.stop = make(chan struct{})
-	for _, node := range n.c.nodes {
-		s := &subscriber{n: n, ps: node.Subscribe(context.Background()), wake: make(chan struct{}, 1),
+	for i, node := range n.c.nodes {
+		s := &subscriber{n: n, node: i, ps: node.Subscribe(context.Background()), wake: make(chan struct{}, 1),
 			held: map[string]struct{}{}, dirty: map[string]struct{}{}}
 		n.nodes = append(n.nodes, s)
 		msgs := s.ps.ChannelWithSubscriptions()
@@ -135,8 +136,8 @@ func (s *subscriber) step() bool {
 		_ = s.ps.Unsubscribe(ctx, n.channelsOf(unsub)...)
 	}
 	if len(sub) > 0 {
-		if h := n.c.testHookBeforeSubscribe; h != nil {
-			h()
+		if tr := n.c.cfg.trace; tr != nil && tr.Subscribe != nil {
+			tr.Subscribe(s.node)
 		}
 		_ = s.ps.Subscribe(ctx, n.channelsOf(sub)...)
 	}

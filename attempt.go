@@ -1,0 +1,230 @@
+package redlock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TryLock makes one attempt to acquire the lock called name. It sends the
+// acquisition to every node at once and returns as soon as the outcome is
+// decided: a majority granted, or a majority can no longer grant.
+//
+// On success the lock is valid until Until. On failure it returns a
+// *QuorumError whose Kind is ErrLocked, ErrUnavailable, ErrNoValidity,
+// ErrSuperseded, ErrNotProvisioned, or one that no retry fixes (ErrWrongType,
+// ErrAuth, ErrNoPermission, ErrScript), after releasing the lock on every node that answered; nodes
+// that had not answered are released in the background as soon as their
+// call ends. If ctx ends first, the error also matches ctx's error.
+//
+// name must be non-empty, at most MaxNameLength bytes long, and must not
+// begin with '}' (see ErrBadName); otherwise TryLock sends nothing and
+// returns ErrEmptyName, ErrNameTooLong or ErrBadName, wrapped, not a
+// *QuorumError. Lock and Do check names the same way.
+func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
+	if err := validateName(name); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+	}
+	if c.cfg.fencing {
+		c.learnIdentities()
+	}
+	return c.tryLock(ctx, name, "", 0)
+}
+
+// tryLock makes one attempt. waiter identifies a waiting Lock call in the
+// lock's queue, and waited is how long it has waited so far (queueLua);
+// TryLock passes "".
+//
+// The fenced client's identities are learnt by the callers (TryLock, Lock),
+// once, before their first attempt.
+func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.Duration) (_ *Lock, err error) {
+	if tr := c.cfg.trace; tr != nil && tr.AttemptStart != nil {
+		tr.AttemptStart(name)
+	}
+	l := c.newLock(name)
+	l.waiter = waiter
+	waitedMs := waited.Milliseconds()
+	start := c.cfg.clock.Now()
+	var commit []NodeResult
+	defer func() {
+		// One report per attempt, however it ended.
+		if c.cfg.observer == nil {
+			return
+		}
+		if err != nil {
+			c.observe(ctx, "lock", name, start, l.results, commit, 0, time.Time{}, err)
+		} else {
+			c.observe(ctx, "lock", name, start, l.results, commit, l.token, l.until, nil)
+		}
+	}()
+	op := l.acquireOp
+	if c.cfg.fencing {
+		op = l.fencedAcquireOp
+		l.acquire = c.fencedAcquireCall(l, waiter, waitedMs)
+	} else {
+		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedMs)
+	}
+	t, ctxErr := c.runRound(ctx, roundSpec{name: "lock", op: op, then: l.afterAcquire},
+		(*tally).decided, c.giveUpOnContention)
+	if t == nil {
+		return nil, ctxErr // closed
+	}
+
+	qe := &QuorumError{Op: "lock", Name: name, Cause: ctxErr, Nodes: t.snapshot()}
+	if ctxErr == nil && t.won() {
+		commit, qe.Kind, qe.Cause = c.cfg.grant(l, ctx, start, t)
+		if qe.Kind == nil && qe.Cause == nil {
+			return l, nil
+		}
+		if commit != nil && qe.Kind != ErrNoValidity {
+			qe.Op, qe.Nodes = "lock (commit)", commit
+		}
+	} else if ctxErr == nil {
+		qe.Kind = classifyAcquire(t)
+	}
+	l.abandon(t)
+	return nil, qe
+}
+
+// grant turns a won round 1 into a held lock: it commits the fencing token
+// (round 2) and checks the validity. On failure it returns why, and the
+// attempt is abandoned. commit is the outcome of round 2, if there was one.
+func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []NodeResult, kind, cause error) {
+	c := l.c
+	// The keys were set after start, so they last until start + TTL, less
+	// the drift. (Counting from the end of the attempt would subtract its
+	// duration twice.)
+	until := start.Add(c.cfg.ttl - c.cfg.drift())
+	var token int64
+	if c.cfg.fencing {
+		token = t.best
+		commit, kind, cause = l.commit(ctx, token)
+		if kind != nil || cause != nil {
+			return commit, kind, cause
+		}
+	}
+	if until.Sub(c.cfg.clock.Now()) <= 0 {
+		return commit, ErrNoValidity, nil
+	}
+	l.token = uint64(token)
+	l.acquired(t.snapshot(), until)
+	return commit, nil, nil
+}
+
+// classifyAcquire tells contention from unavailability once an attempt is lost.
+func classifyAcquire(t *tally) error {
+	blank := 0
+	for _, r := range t.results {
+		if errors.Is(r.Err, ErrWrongType) {
+			return ErrWrongType
+		}
+		if r.Err == errNoIdentity {
+			blank++
+		}
+	}
+	if blank >= t.majority {
+		// Never provisioned, or a majority lost its data: no retry helps.
+		return ErrNotProvisioned
+	}
+	if kind := blockingKind(t); kind != nil {
+		return kind
+	}
+	if t.granted()+t.counts[NodeRefused] >= t.majority {
+		return ErrLocked
+	}
+	return ErrUnavailable
+}
+
+// acquireOp is the acquisition call on one node.
+func (l *Lock) acquireOp(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+	o, v, err := l.acquire.outcome(ctx, node)
+	if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		err = fmt.Errorf("%w: %w", ErrWrongType, err)
+	}
+	return o, v, err
+}
+
+// afterAcquire runs on the node's goroutine once its acquisition call has
+// returned. If the attempt as a whole failed, it rolls the node back, after
+// the call and never before it.
+func (l *Lock) afterAcquire(r reply) {
+	l.acqOutcome[r.node] = r.outcome
+	l.acqSent[r.node] = r.sent
+	close(l.acqDone[r.node])
+	<-l.verdict
+	if l.success || !l.acqSent[r.node] {
+		return // held, or nothing was sent there
+	}
+	l.c.releaseNode(l.c.nodes[r.node], l, definite(r.outcome), l.rollbackTried[r.node])
+}
+
+// definite reports whether a call's outcome proves that the node processed
+// it, so no copy of it can still be in flight.
+func definite(o Outcome) bool { return o == NodeGranted || o == NodeRefused }
+
+// acquired turns a won attempt into a held lock.
+func (l *Lock) acquired(results []NodeResult, until time.Time) {
+	l.results = results
+	l.until = until
+	l.timer = l.c.cfg.clock.AfterFunc(until.Sub(l.c.cfg.clock.Now()), l.closeDone)
+	l.success = true
+	close(l.verdict)
+}
+
+// abandon settles a lost attempt: every node is rolled back after its call
+// returns. It waits, for at most one node timeout, for the first rollback
+// try on the nodes that granted, so a caller that retries does not trip over
+// its own value; everything else is rolled back in the background.
+func (l *Lock) abandon(t *tally) {
+	l.results = t.snapshot()
+	l.closeDone()
+	l.rollbackTried = make([]chan struct{}, len(l.c.nodes))
+	for i := range l.rollbackTried {
+		l.rollbackTried[i] = make(chan struct{})
+	}
+	close(l.verdict)
+	wait := time.NewTimer(l.c.cfg.nodeTimeout)
+	defer wait.Stop()
+	for i, r := range l.results {
+		if !t.heard[i] || r.Outcome != NodeGranted {
+			continue
+		}
+		select {
+		case <-l.rollbackTried[i]:
+		case <-wait.C:
+			return
+		}
+	}
+}
+
+// acquireScript sets the lock unless this value was already released here,
+// or the lock is promised to another waiter.
+//
+//	KEYS[1] lock key, KEYS[2] release marker of this value,
+//	KEYS[3..5] the queue: promise NEXT, QUEUE, SEEN
+//	ARGV[1] value,    ARGV[2] TTL in ms, ARGV[3] waiter id (empty: none),
+//	ARGV[4] STALE in ms, ARGV[5] WAITED in ms
+//
+// Returns 1 if the node now holds the value, 0 if another owner holds the
+// key or it is promised to another waiter, and a WRONGTYPE error if the key
+// is not a string.
+//
+// The release marker exists because a call that timed out may still be
+// sitting in a paused node's socket buffer: when the node resumes it would set
+// the lock for a fresh TTL after the release had already run.
+var (
+	//go:embed lua/acquire.lua
+	acquireBody   string
+	acquireScript = `local NEXT, QUEUE, SEEN = KEYS[3], KEYS[4], KEYS[5]
+local WAITER, STALE, WAITED = ARGV[3], tonumber(ARGV[4]), math.max(0, tonumber(ARGV[5]) or 0)
+` + queueLua + acquireBody
+	acquireLua = newScript(acquireScript)
+)

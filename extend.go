@@ -1,0 +1,94 @@
+package redlock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Extend re-applies the TTL on every node that still holds this lock's
+// value. It succeeds only if a majority extended it within the validity; the
+// new validity then runs from the start of the call. It never re-creates an
+// expired key, and it fails with ErrExpired once Done has closed.
+func (l *Lock) Extend(ctx context.Context) error {
+	start := l.c.cfg.clock.Now()
+	until, nodes, err := l.extend(ctx, start)
+	if err != nil && !errors.Is(err, ErrReleased) {
+		l.c.log.Warn("redlock: extension failed", "lock", l.name, "err", err)
+	}
+	l.c.observe(ctx, "extend", l.name, start, nodes, nil, l.token, until, err)
+	return err
+}
+
+// extend returns the new end of the validity, and what each node answered.
+func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, nodes []NodeResult, err error) {
+	qe := &QuorumError{Op: "extend", Name: l.name}
+	l.mu.Lock()
+	released := l.released
+	l.mu.Unlock()
+	select {
+	case <-l.done:
+		qe.Kind = ErrExpired
+		if released {
+			qe.Kind = ErrReleased
+		}
+		return time.Time{}, nil, qe
+	default:
+	}
+	c := l.c
+	call := newScriptCall(extendLua, l.keyArgs[:1], l.valueArg, c.args.ttl)
+	op := func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+		return call.outcome(ctx, node)
+	}
+	// Until a majority extends the lock, or so many refuse that it is gone
+	// (ErrExpired) rather than unheard of (ErrUnavailable).
+	done := func(t *tally) bool { return t.won() || t.refusedByMajority() }
+	t, err := c.runRound(ctx, roundSpec{name: "extend", op: op}, done, nil)
+	if t == nil {
+		return time.Time{}, nil, err
+	}
+	if qe.Cause = err; qe.Cause == nil && t.won() {
+		until = start.Add(c.cfg.ttl - c.cfg.drift()) // as in grant
+		if until.After(c.cfg.clock.Now()) && l.moveDeadline(until) {
+			if c.cfg.observer != nil {
+				nodes = t.snapshot()
+			}
+			return until, nodes, nil
+		}
+		qe.Kind = ErrExpired
+	}
+	if qe.Kind == nil && qe.Cause == nil {
+		qe.Kind = ErrUnavailable
+		if t.refusedByMajority() {
+			qe.Kind = ErrExpired
+		}
+	}
+	qe.Nodes = t.snapshot()
+	return time.Time{}, qe.Nodes, qe
+}
+
+// moveDeadline sets a later validity end, unless the lock already ended.
+func (l *Lock) moveDeadline(until time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released || !l.timer.Stop() {
+		return false // the old deadline fired, or is firing: Done is closed
+	}
+	l.until = until
+	l.timer = l.c.cfg.clock.AfterFunc(until.Sub(l.c.cfg.clock.Now()), l.closeDone)
+	return true
+}
+
+// extendScript re-applies the TTL where the key still holds this value. It
+// never creates the key: an expired lock stays expired.
+//
+//	KEYS[1] lock key
+//	ARGV[1] value, ARGV[2] TTL in ms
+var (
+	//go:embed lua/extend.lua
+	extendScript string
+	extendLua    = newScript(extendScript)
+)

@@ -1,0 +1,12 @@
+-- Round 1 of an unfenced acquisition (acquireScript in attempt.go), after
+-- the queue prelude.
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if promisedToOther() then enqueue() return 0 end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'table' and v.err then
+  return redis.error_reply('WRONGTYPE lock key holds a non-string value')
+end
+if v == ARGV[1] then return 1 end
+enqueue()
+return 0

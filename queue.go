@@ -1,0 +1,76 @@
+package redlock
+
+import (
+	"context"
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// leaveQueue takes a waiter that gave up out of the lock's queue on every
+// node, in the background, withdrawing a promise made to it.
+func (c *Client) leaveQueue(key, waiter string) {
+	keys := []string{key, nextKey(key), queueKey(key), seenKey(key)}
+	_, _ = c.fanOut(context.Background(), "leave", nil, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+		err := leaveLua.Run(ctx, node, keys, waiter).Err()
+		if err != nil {
+			return NodeFailed, 0, err
+		}
+		return NodeGranted, 0, nil
+	}, nil)
+}
+
+// staleWaiter is how long after its last attempt a waiter still counts as
+// waiting: the longest a live waiter sleeps, plus an attempt's round trip
+// with slack.
+func (c *Client) staleWaiter() int64 {
+	return (c.cfg.retryDelayMax + 2*c.cfg.nodeTimeout).Milliseconds() + 1
+}
+
+// promiseFor is how long a released lock is kept for the first waiter:
+// enough for the notification to reach it and its attempt to reach the
+// nodes. If it died meanwhile, the lock is free again after this.
+func (c *Client) promiseFor() int64 { return (2 * c.cfg.nodeTimeout).Milliseconds() + 1 }
+
+// queueLua is the waiting line shared by the acquisition and release
+// scripts: the fair handoff of a contended lock (docs/design.md).
+//
+// Every attempt of a waiter in Lock (WAITER, stable across its attempts)
+// that a node refuses puts it in that node's queue, and refreshes when it
+// was last seen there. (An attempt granted does not: most locks are free
+// when asked for, and queueing every attempt was a fifth of an uncontended
+// Lock's node time.) Its
+// place is the node's own time at the attempt minus how long the waiter says
+// it has waited already (WAITED, measured on the client's monotonic clock;
+// 0 on its first attempt), the lowest over its attempts: a copy of an
+// attempt that sat in a paused node's socket, or a node clock stepped back,
+// moves it back where it belongs at its next prompt attempt. No wall clock of a
+// client is involved, so a client whose clock is off cannot jump the queue
+// (one a minute behind took the lock turn after turn while others timed
+// out); and a node that first sees a waiter late (it was hung, or lost its
+// queue) puts it about where it started waiting. Each node orders by
+// its own clock, so two waiters that arrive within a few milliseconds of
+// each other may stand in different orders on different nodes: docs/design.md
+// says why that is acceptable. Unlock takes the holder out,
+// then promises the lock to the first waiter still seen within STALE ms: it
+// sets NEXT to that waiter for a short while and publishes its id. While
+// NEXT names someone else, the node refuses every acquisition. Promises
+// only ever refuse more, so they cannot break mutual exclusion; they
+// expire, so they cannot block for long.
+//
+// The script defining them must set NEXT, QUEUE and SEEN (keys) and WAITER
+// (empty for no waiter), STALE (ms) and WAITED (ms) first.
+//
+//go:embed lua/queue.lua
+var queueLua string
+
+// leaveScript takes a waiter that gave up out of the queue. If the lock was
+// promised to it, the promise is withdrawn and the others are told.
+//
+//	KEYS[1] lock key, KEYS[2..4] promise NEXT, QUEUE, SEEN
+//	ARGV[1] waiter id
+var (
+	//go:embed lua/leave.lua
+	leaveScript string
+	leaveLua    = newScript(leaveScript)
+)

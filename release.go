@@ -1,0 +1,175 @@
+package redlock
+
+import (
+	"context"
+	_ "embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Unlock deletes the lock on every node where it still holds this lock's
+// value, and closes Done. The release is sent even if ctx is already done:
+// ctx bounds only how long Unlock waits for the answers. Nodes that cannot
+// be reached are retried in the background for up to one TTL.
+//
+// It returns nil if a majority deleted the lock. It returns a *QuorumError
+// with Kind ErrExpired if the lock was no longer held on a majority: the
+// critical section may have overlapped another holder. ErrUnavailable means
+// too few nodes answered to tell. Later calls return the first call's result.
+func (l *Lock) Unlock(ctx context.Context) error {
+	l.unlockOnce.Do(func() {
+		start := l.c.cfg.clock.Now()
+		var nodes []NodeResult
+		nodes, l.unlockErr = l.unlock(ctx)
+		l.c.observe(ctx, "unlock", l.name, start, nodes, nil, l.token, time.Time{}, l.unlockErr)
+	})
+	return l.unlockErr
+}
+
+// unlock returns what each node answered, and the error Unlock returns.
+func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
+	l.mu.Lock()
+	l.released = true
+	l.timer.Stop()
+	l.mu.Unlock()
+	l.closeDone()
+
+	c := l.c
+	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+		return l.unlockCall(definite(l.acqOutcome[i])).outcome(ctx, node)
+	}
+	then := func(r reply) {
+		if !r.sent {
+			return
+		}
+		if r.outcome == NodeFailed && !isServerReply(r.err) || r.outcome == NodeTimedOut {
+			c.retryRelease(c.nodes[r.node], l, definite(l.acqOutcome[r.node]))
+		}
+	}
+	t, cause := c.runRound(ctx, roundSpec{name: "unlock", op: op, then: then, detach: true,
+		after: l.acqDone, sent: l.acqSent}, // nothing to release where nothing was sent
+		(*tally).refusedByMajority, c.waitForStragglers)
+	if t == nil {
+		return nil, cause
+	}
+	if t.won() {
+		if c.cfg.observer != nil {
+			return t.snapshot(), nil
+		}
+		return nil, nil
+	}
+	qe := &QuorumError{Op: "unlock", Name: l.name, Kind: ErrUnavailable, Cause: cause, Nodes: t.snapshot()}
+	if t.refusedByMajority() {
+		qe.Kind = ErrExpired
+	}
+	if qe.Kind == ErrExpired {
+		c.log.Warn("redlock: lock had expired before unlock", "lock", l.name, "nodes", summarize(qe.Nodes))
+	}
+	return qe.Nodes, qe
+}
+
+// releaseNode rolls back one node: one try at once, then, while the node
+// cannot be reached, retries in the background. tried is closed after the
+// first try.
+func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tried chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
+	outcome, _, err := c.releaseCall(l, sure, false).outcome(ctx, node)
+	cancel()
+	close(tried)
+	if outcome == NodeFailed && !isServerReply(err) {
+		c.retryRelease(node, l, sure)
+	}
+}
+
+// releaseCall is the release script for l. sure says that the node is known
+// to have processed the acquisition call; otherwise a copy of it may still be
+// in flight, and the script leaves a marker that keeps it from landing.
+//
+// announce publishes the release to waiters: Unlock does, a rollback not.
+func (c *Client) releaseCall(l *Lock, sure, announce bool) *scriptCall {
+	var markerTTL any = 0
+	if !sure {
+		markerTTL = c.args.markerTTL
+	}
+	flag := 0
+	if announce {
+		flag = 1
+	}
+	return newScriptCall(releaseLua, l.keyArgs, l.valueArg, markerTTL, flag, l.waiter, c.args.staleWaiter, c.args.promiseFor)
+}
+
+// unlockCall is Unlock's release call, built once for all nodes.
+func (l *Lock) unlockCall(sure bool) *scriptCall {
+	i := 0
+	if sure {
+		i = 1
+	}
+	u := &l.unlockCalls[i]
+	u.once.Do(func() { u.call = l.c.releaseCall(l, sure, true) })
+	return u.call
+}
+
+// markerTTL is how long a release marker keeps a late acquisition call from
+// landing: a node paused for longer than this may still apply one.
+func (c *Client) markerTTL() time.Duration { return 10 * c.cfg.ttl }
+
+// retryRelease keeps trying to release l on a node that could not be
+// reached, with growing pauses, for at most one TTL or until Close.
+func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool) {
+	deadline := time.Now().Add(c.cfg.ttl)
+	pause := c.cfg.nodeTimeout
+	for {
+		if time.Now().Add(pause).After(deadline) {
+			c.log.Warn("redlock: gave up releasing on an unreachable node; the key expires by its TTL",
+				"lock", l.name, "ttl", c.cfg.ttl)
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-c.closing:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
+		outcome, _, err := c.releaseCall(l, sure, false).outcome(ctx, node)
+		cancel()
+		if outcome != NodeFailed || isServerReply(err) {
+			return
+		}
+		pause = min(2*pause, c.cfg.ttl/4)
+	}
+}
+
+// releaseScript deletes the lock if it still holds this value.
+//
+//	KEYS[1] lock key, KEYS[2] release marker of this value,
+//	KEYS[3..5] the queue: promise NEXT, QUEUE, SEEN
+//	ARGV[1] value,    ARGV[2] marker TTL in ms, or 0 for no marker
+//	ARGV[3] 1 to announce the release, 0 not to
+//	ARGV[4] the holder's waiter id (empty: none);  ARGV[5] STALE in ms
+//	ARGV[6] how long the promise to the next waiter lasts, in ms
+//
+// Returns 1 if it deleted the lock, 0 if the key held something else. When
+// the value is absent and ARGV[2] is not 0, it leaves the release marker, so
+// a SET of this value still in flight cannot land afterwards.
+//
+// An announced release (Unlock) takes the holder out of the queue and,
+// where the lock is now free, promises it to the first waiter seen within
+// STALE ms, dropping those not seen for longer. It publishes that waiter's
+// id on "<lock key>:promised:<client id>", the channel of the waiter's
+// client only (a waiter id is "<client id>/<n>"); if nobody waits, it
+// publishes "" on "<lock key>:released", which every waiting client
+// hears. Nodes where the lock was already gone promise it too, so that
+// every node promises it to its first waiter (the same one on every node
+// unless two waiters arrived there within moments of each other). Where nobody is queued and
+// nothing is promised, it publishes nothing: every waiter refused by this
+// node is in its queue. Notifications are a hint (waiters fall back to
+// their retry delay), so a PUBLISH that fails, say because an ACL denies
+// the channel, does not fail the release.
+var (
+	//go:embed lua/release.lua
+	releaseScript string
+	releaseLua    = newScript(releaseScript)
+)

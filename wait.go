@@ -1,0 +1,174 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"time"
+)
+
+// Lock acquires the lock called name, retrying until it succeeds or ctx
+// ends. It gives up at once on errors that retrying cannot fix
+// (ErrWrongType, ErrNotProvisioned, ErrAuth, ErrNoPermission, ErrScript,
+// ErrClosed, and the name errors of TryLock, found before any attempt).
+// When ctx ends, the error is the last attempt's *QuorumError with ctx's
+// error as its Cause. While attempts fail for other reasons than
+// contention (nodes down or full, too few answering), it logs a warning
+// with each node's cause through the client's logger (WithLogger), at most
+// one per lock name every 5 seconds; a successful attempt logs nothing.
+// Its pauses between such attempts double each time, up to a second, so
+// that waiters do not keep an overloaded node or machine overloaded.
+//
+// A waiting Lock joins the lock's queue on the nodes, and Unlock promises
+// the lock to the longest-waiting live waiter for a moment (two node
+// timeouts), so contended locks pass in arrival order rather than to
+// whoever's attempt lands first. The promised waiter is woken by a release
+// notification (Redis pub/sub, one connection per node shared by the
+// client's waiters); the others sleep on. A waiter that misses its
+// notification retries after a random delay within the configured bounds,
+// and a promise nobody takes expires. TryLock does not queue, and is
+// refused while the lock is promised to a waiter.
+func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
+	if err := validateName(name); err != nil {
+		return nil, err
+	}
+	if c.cfg.fencing {
+		c.learnIdentities()
+	}
+	started := c.cfg.clock.Now()
+	key := c.lockKey(name)
+	waiter := c.id + "/" + strconv.FormatUint(c.waiters.Add(1), 10)
+	queued := false // an attempt reached the nodes, which put this waiter in the queue
+	defer func() {
+		if err != nil && queued {
+			c.leaveQueue(key, waiter)
+		}
+	}()
+	var wake <-chan wakeReason
+	if c.notify.subscribed(key) {
+		// Listen before the first attempt, so that a release right after it
+		// cannot go unheard and no second look is needed.
+		var done func()
+		wake, done, _ = c.notify.wait(key, waiter)
+		defer done()
+	}
+	woken, backoff := false, 0 // after a wake-up: retry with short, growing delays
+	outages := 0               // attempts in a row lost for want of answers, not to a holder
+	for attempts := 1; ; attempts++ {
+		if err := ctx.Err(); err != nil {
+			return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+		}
+		l, err := c.tryLock(ctx, name, waiter, c.cfg.clock.Now().Sub(started))
+		queued = true
+		var qe *QuorumError
+		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || final(qe.Kind) {
+			return l, err
+		}
+		c.warnRetrying(qe, attempts, started)
+		delay := c.retryDelay()
+		if qe.Kind == ErrLocked {
+			outages = 0
+		} else {
+			// Nodes down, full or overloaded: back off, so that waiters
+			// do not keep a saturated node or machine saturated.
+			outages++
+			delay = outageDelay(delay, outages)
+		}
+		if !woken && splitVote(qe.Nodes) {
+			// Nobody holds the lock on a majority, but others tried at the
+			// same moment: retry soon, as after a wake-up.
+			woken, backoff = true, 1
+		}
+		if woken {
+			// Woken waiters of several clients can split the votes so that
+			// nobody wins, and then no Unlock will wake anyone: retry after
+			// short random delays that double each time, until they reach
+			// the configured retry delay.
+			if short := handoffSpread << backoff; short < delay {
+				delay = rand.N(short)
+				backoff++
+			} else {
+				woken = false
+			}
+		}
+		if wake == nil {
+			var done func()
+			var listening bool
+			wake, done, listening = c.notify.wait(key, waiter)
+			defer done()
+			if listening {
+				// Another waiter's subscription, confirmed before this one
+				// registered: a release since the attempt went unheard. Look
+				// again soon, at a random moment so that waiters that
+				// collided part. (Otherwise wakeListening will come.)
+				delay = rand.N(max(c.cfg.nodeTimeout/10, time.Millisecond))
+			}
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			qe.Cause = ctx.Err()
+			return nil, qe
+		case <-t.C:
+		case reason := <-wake:
+			t.Stop()
+			switch reason {
+			case wakeListening:
+				continue // one look; later releases will reach us
+			case wakePromised:
+				woken, backoff = true, 1
+				continue // the lock is ours to take: at once
+			}
+			// Nobody was promised the lock: everyone may try. Those that
+			// have waited longer try first.
+			woken, backoff = true, 1
+			if !sleepCtx(ctx, wakeDelay(c.cfg.clock.Now().Sub(started))) {
+				qe.Cause = ctx.Err()
+				return nil, qe
+			}
+		}
+	}
+}
+
+// splitVote reports an attempt lost although some nodes granted it while
+// others refused it: the lock was free, and attempts of other waiters split
+// the votes. An attempt lost to nodes that did not answer is not one: the
+// nodes or the machine are overloaded, and retrying at once would only add
+// to the load, so it waits the configured retry delay.
+func splitVote(nodes []NodeResult) bool {
+	granted, refused := false, false
+	for _, n := range nodes {
+		granted = granted || n.Outcome == NodeGranted
+		refused = refused || n.Outcome == NodeRefused
+	}
+	return granted && refused
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// outageDelay doubles a retry delay for each attempt in a row that failed
+// for another reason than contention, up to maxOutageDelay.
+func outageDelay(delay time.Duration, outages int) time.Duration {
+	return min(delay<<min(outages-1, 8), max(delay, maxOutageDelay))
+}
+
+const maxOutageDelay = time.Second
+
+func (c *Client) retryDelay() time.Duration {
+	lo, hi := c.cfg.retryDelayMin, c.cfg.retryDelayMax
+	if hi <= lo {
+		return lo
+	}
+	return lo + rand.N(hi-lo+1)
+}
