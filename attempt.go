@@ -56,8 +56,8 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 	var commit []NodeResult
 	defer func() {
 		// One report per attempt, however it ended.
-		if c.cfg.observer == nil {
-			return
+		if c.cfg.observer == nil || err == nil && l.until.IsZero() {
+			return // no observer, or a panic (of a Trace callback, say): no attempt ended
 		}
 		if err != nil {
 			c.observe(ctx, "lock", name, start, l.results, commit, 0, time.Time{}, err)

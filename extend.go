@@ -60,7 +60,8 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 		}
 		qe.Kind = ErrExpired
 	}
-	if qe.Kind == nil && qe.Cause == nil {
+	// A round already lost when ctx ended still says why it was lost.
+	if qe.Kind == nil && (qe.Cause == nil || t.lost()) {
 		qe.Kind = ErrUnavailable
 		if t.refusedByMajority() {
 			qe.Kind = ErrExpired

@@ -352,9 +352,16 @@ var Calibration = Scenario{
 }
 
 // illegal names the first model porcupine found violated, or "".
-func illegal(models []ModelCheck) string {
+func illegal(models []ModelCheck) string { return firstWith(models, porcupine.Illegal) }
+
+// undecided names the first model porcupine could not decide within its
+// time limit, or "". Such a check proved nothing, and porcupine searches
+// longest exactly when a history is not linearizable: it is no pass.
+func undecided(models []ModelCheck) string { return firstWith(models, porcupine.Unknown) }
+
+func firstWith(models []ModelCheck, r porcupine.CheckResult) string {
 	for _, m := range models {
-		if m.Result == porcupine.Illegal {
+		if m.Result == r {
 			return m.Model
 		}
 	}
@@ -392,6 +399,8 @@ func judge(s Scenario, fenced bool, h *History, f Findings, models []ModelCheck)
 		return Verdict{false, "BUG: stale write accepted"}
 	case illegal(models) != "":
 		return Verdict{false, "BUG: porcupine: " + illegal(models) + " not linearizable, which the hand-written checkers missed"}
+	case undecided(models) != "":
+		return Verdict{false, "UNCHECKED: porcupine could not decide " + undecided(models) + " within its time limit"}
 	case s.Unfenced == Holds && f.LeaseOverlaps > 0:
 		return Verdict{false, "BUG: leases overlapped"}
 	case !fenced && s.Unfenced == Holds && !overran && (f.Overlaps > 0 || f.StaleAccepted > 0 || f.LostWrites > 0):
