@@ -9,33 +9,11 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/node"
-	"github.com/redis/go-redis/v9"
 )
 
 func startFakeClockCluster(t *testing.T, n int) *cluster {
 	t.Helper()
-	g, err := node.StartProcesses(context.Background(), n, node.Config{FakeClock: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := &cluster{nodes: g, inspect: g.NewClients()}
-	for _, nd := range g {
-		cl.clients = append(cl.clients, redis.NewClient(&redis.Options{Addr: nd.Addr()}))
-	}
-	t.Cleanup(func() {
-		node.CloseClients(cl.clients)
-		node.CloseClients(cl.inspect)
-		g.Close()
-	})
-	c, err := redlock.New(cl.clients, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Provision(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return cl
+	return provisioned(t, startNodes(t, n, node.Config{FakeClock: true}))
 }
 
 // ADV3-6a: the nodes' clocks step back a minute (all nodes on one host, an

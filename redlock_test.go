@@ -33,7 +33,12 @@ type cluster struct {
 // then pause and kill nodes freely.
 func startCluster(t testing.TB, n int) *cluster {
 	t.Helper()
-	cl := startFreshCluster(t, n)
+	return provisioned(t, startFreshCluster(t, n))
+}
+
+// provisioned gives cl's nodes their fencing ids.
+func provisioned(t testing.TB, cl *cluster) *cluster {
+	t.Helper()
 	c, err := redlock.New(cl.clients, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +53,13 @@ func startCluster(t testing.TB, n int) *cluster {
 // startFreshCluster starts n empty nodes.
 func startFreshCluster(t testing.TB, n int) *cluster {
 	t.Helper()
-	g, err := node.StartProcesses(context.Background(), n, node.Config{})
+	return startNodes(t, n, node.Config{})
+}
+
+// startNodes starts n empty nodes configured by cfg.
+func startNodes(t testing.TB, n int, cfg node.Config) *cluster {
+	t.Helper()
+	g, err := node.StartProcesses(context.Background(), n, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
