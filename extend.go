@@ -45,8 +45,7 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 	}
 	// Until a majority extends the lock, or so many refuse that it is gone
 	// (ErrExpired) rather than unheard of (ErrUnavailable).
-	done := func(t *tally) bool { return t.won() || t.refusedByMajority() }
-	t, err := c.runRound(ctx, roundSpec{name: "extend", op: op}, done, nil)
+	t, err := c.runRound(ctx, roundSpec{name: "extend", op: op}, (*tally).wonOrRefused, nil)
 	if t == nil {
 		return time.Time{}, nil, err
 	}

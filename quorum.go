@@ -286,9 +286,10 @@ func (c *Client) giveUpOnContention(t *tally) (time.Time, bool) {
 	return t.lastReply.Add(c.grace(t)), true
 }
 
-// waitForStragglers is the "soon" of a release: once a majority has
-// released, wait only a grace for the rest, so that the caller's next
-// acquisition does not find this value still on a healthy node.
+// waitForStragglers is how long this client's next acquisition of a name
+// waits for the rest of the name's release once a majority has released
+// (settle.go): a grace, so that it does not find the old value still on a
+// healthy node.
 func (c *Client) waitForStragglers(t *tally) (time.Time, bool) {
 	if !t.won() {
 		return time.Time{}, false

@@ -40,6 +40,7 @@ type Client struct {
 	learned   sync.Once     // learnIdentities has run
 	knownMu   sync.Mutex
 	known     []string // per node: the uuid this client saw it hold (repair.go)
+	settling  settling // releases still in flight after Unlock returned
 
 	notify notifier // release notifications for waiters in Lock
 	// id names the client in its waiters' ids ("<id>/<n>") and in the

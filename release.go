@@ -13,6 +13,12 @@ import (
 // ctx bounds only how long Unlock waits for the answers. Nodes that cannot
 // be reached are retried in the background for up to one TTL.
 //
+// Unlock returns once the outcome is decided, without waiting for the
+// slowest nodes: their calls go on in the background. Another
+// client that tries the name at once may still be refused by such a node,
+// and win or lose by the others as with any contention; this client's own
+// next attempt on the name first waits briefly for them.
+//
 // It returns nil if a majority deleted the lock. It returns a *QuorumError
 // with Kind ErrExpired if the lock was no longer held on a majority: the
 // critical section may have overlapped another holder. ErrUnavailable means
@@ -39,7 +45,9 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
 		return l.unlockCall(definite(l.acqOutcome[i])).outcome(ctx, node)
 	}
+	inFlight := c.settling.start(l.name, len(c.nodes))
 	then := func(r reply) {
+		c.settling.callEnded(l.name, inFlight)
 		if !r.sent {
 			return
 		}
@@ -47,11 +55,16 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 			c.retryRelease(c.nodes[r.node], l, definite(l.acqOutcome[r.node]))
 		}
 	}
+	// Decided at the majority: see settle.go for what the rest still do.
 	t, cause := c.runRound(ctx, roundSpec{name: "unlock", op: op, then: then, detach: true,
 		after: l.acqDone, sent: l.acqSent}, // nothing to release where nothing was sent
-		(*tally).refusedByMajority, c.waitForStragglers)
+		(*tally).wonOrRefused, nil)
 	if t == nil {
+		c.settling.abandon(l.name, inFlight)
 		return nil, cause
+	}
+	if until, ok := c.waitForStragglers(t); ok {
+		inFlight.until.Store(int64(until.Sub(c.epoch)))
 	}
 	if t.won() {
 		if c.cfg.observer != nil {

@@ -133,6 +133,10 @@ func (t *tally) decided() bool { return t.won() || t.lost() }
 // majority, whatever the others would say.
 func (t *tally) refusedByMajority() bool { return t.counts[NodeRefused] > t.n-t.majority }
 
+// wonOrRefused decides an Extend or an Unlock: a majority did it, or can
+// no longer do it because it said no.
+func (t *tally) wonOrRefused() bool { return t.won() || t.refusedByMajority() }
+
 // snapshot copies the results, so that late replies do not race with a
 // caller that keeps them.
 func (t *tally) snapshot() []NodeResult { return append([]NodeResult(nil), t.results...) }
