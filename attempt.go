@@ -54,7 +54,6 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 	}
 	l := c.newLock(name)
 	l.waiter = waiter
-	waitedMs := waited.Milliseconds()
 	start := c.cfg.clock.Now()
 	var commit []NodeResult
 	defer func() {
@@ -68,33 +67,56 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 			c.observe(ctx, "lock", name, start, l.results, commit, l.token, l.until, nil)
 		}
 	}()
-	op := l.acquireOp
-	if c.cfg.fencing {
-		op = l.fencedAcquireOp
-		l.acquire = c.fencedAcquireCall(l, waiter, waitedMs)
-	} else {
-		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedMs)
-	}
-	t, ctxErr := c.runRound(ctx, roundSpec{name: "lock", op: op, then: l.afterAcquire},
-		(*tally).decided, c.giveUpOnContention)
+	t, ctxErr := l.roundOne(ctx, waited)
 	if t == nil {
 		return nil, ctxErr // closed
 	}
-
-	qe := &QuorumError{Op: "lock", Name: name, Cause: ctxErr, Nodes: t.snapshot()}
+	var kind, cause error
 	if ctxErr == nil && t.won() {
-		commit, qe.Kind, qe.Cause = c.cfg.grant(l, ctx, start, t)
-		if qe.Kind == nil && qe.Cause == nil {
+		if commit, kind, cause = l.grant(ctx, start, t); kind == nil && cause == nil {
 			return l, nil
 		}
-		if commit != nil && qe.Kind != ErrNoValidity {
+	}
+	return nil, l.fail(t, ctxErr, commit, kind, cause)
+}
+
+// roundOne sends l's acquisition to every node and returns round 1's tally
+// once the outcome is decided, with ctx's error if ctx ended first. On a
+// closed client it sends nothing and returns a nil tally and ErrClosed.
+// waited is how long l's waiter has waited so far.
+func (l *Lock) roundOne(ctx context.Context, waited time.Duration) (*tally, error) {
+	c := l.c
+	waitedMs := waited.Milliseconds()
+	op := l.acquireOp
+	if c.cfg.fencing {
+		op = l.fencedAcquireOp
+		l.acquire = c.fencedAcquireCall(l, l.waiter, waitedMs)
+	} else {
+		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, l.waiter, c.args.staleWaiter, waitedMs)
+	}
+	return c.runRound(ctx, roundSpec{name: "lock", op: op, then: l.afterAcquire},
+		(*tally).decided, c.giveUpOnContention)
+}
+
+// fail abandons a lost attempt and says why it was lost: ctxErr if ctx
+// ended during round 1 (tally t), else classifyAcquire's kind if round 1
+// was lost, else the grant's kind and cause. commit is round 2's outcome,
+// if there was one; the error reports it in place of round 1's unless the
+// grant failed for want of validity.
+func (l *Lock) fail(t *tally, ctxErr error, commit []NodeResult, kind, cause error) *QuorumError {
+	qe := &QuorumError{Op: "lock", Name: l.name, Cause: ctxErr, Nodes: t.snapshot()}
+	switch {
+	case ctxErr != nil:
+	case !t.won():
+		qe.Kind = classifyAcquire(t)
+	default:
+		qe.Kind, qe.Cause = kind, cause
+		if commit != nil && kind != ErrNoValidity {
 			qe.Op, qe.Nodes = "lock (commit)", commit
 		}
-	} else if ctxErr == nil {
-		qe.Kind = classifyAcquire(t)
 	}
 	l.abandon(t)
-	return nil, qe
+	return qe
 }
 
 // grant turns a won round 1 into a held lock: it commits the fencing token

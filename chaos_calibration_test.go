@@ -13,16 +13,18 @@ import (
 // catch it, and must pass the quorum scheme on the same faults.
 func TestChaosCheckersCatchTheNaiveTokenScheme(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		opts  []redlock.Option
-		catch bool
+		name   string
+		locker func(*redlock.Client) chaos.Locker
+		catch  bool
 	}{
 		{"quorum tokens", nil, false},
-		{"naive max of INCR", []redlock.Option{redlock.WithNaiveFencing(redlock.NaiveNoCommit)}, true},
+		{"naive max of INCR", func(c *redlock.Client) chaos.Locker {
+			return redlock.Naive{Client: c, Variant: redlock.NaiveNoCommit}
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := chaos.Run(context.Background(), chaos.Config{Scenario: chaos.Calibration, Fenced: true,
-				Workers: 2, Duration: 2 * time.Second, LockOptions: tc.opts})
+				Workers: 2, Duration: 2 * time.Second, Locker: tc.locker})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -88,8 +88,22 @@ type attempt struct {
 	err error
 }
 
+// tryLocker is what a test makes its attempts through: a *redlock.Client,
+// or a redlock.Naive that grants by a broken token scheme.
+type tryLocker interface {
+	TryLock(ctx context.Context, name string) (*redlock.Lock, error)
+}
+
+// scheme is c, or c granting by the naive variant v if v is not 0.
+func scheme(c *redlock.Client, v redlock.NaiveVariant) tryLocker {
+	if v == 0 {
+		return c
+	}
+	return redlock.Naive{Client: c, Variant: v}
+}
+
 // tryLockAsync runs c.TryLock(ctx, name) in the background.
-func tryLockAsync(ctx context.Context, c *redlock.Client, name string) <-chan attempt {
+func tryLockAsync(ctx context.Context, c tryLocker, name string) <-chan attempt {
 	done := make(chan attempt, 1)
 	go func() {
 		l, err := c.TryLock(ctx, name)
@@ -223,19 +237,19 @@ func (cl *cluster) withCounter(t *testing.T, i int, c int) {
 func TestCounterexample1MaxOfIncrGoesBackwards(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		variant []redlock.Option
+		variant redlock.NaiveVariant
 		broken  bool
 	}{
-		{"quorum tokens", nil, false},
-		{"naive max of INCR", []redlock.Option{redlock.WithNaiveFencing(redlock.NaiveNoCommit)}, true},
+		{"quorum tokens", 0, false},
+		{"naive max of INCR", redlock.NaiveNoCommit, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := startCluster(t, 3)
 			cl.withCounter(t, 0, 7)
-			opts := append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, tc.variant...)
+			opts := []redlock.Option{redlock.WithNodeTimeout(time.Second)}
 			ctx := context.Background()
 
-			a := cl.actor(t, []*faultHook{nil, nil, cut()}, opts...) // A reaches n0, n1
+			a := scheme(cl.actor(t, []*faultHook{nil, nil, cut()}, opts...), tc.variant) // A reaches n0, n1
 			la, err := a.TryLock(ctx, "ce1")
 			if err != nil {
 				t.Fatal(err)
@@ -243,7 +257,7 @@ func TestCounterexample1MaxOfIncrGoesBackwards(t *testing.T) {
 			if err := la.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
-			b := cl.actor(t, []*faultHook{cut(), nil, nil}, opts...) // B, later, reaches n1, n2
+			b := scheme(cl.actor(t, []*faultHook{cut(), nil, nil}, opts...), tc.variant) // B, later, reaches n1, n2
 			lb, err := b.TryLock(ctx, "ce1")
 			if err != nil {
 				t.Fatal(err)
@@ -274,23 +288,23 @@ func TestCounterexample1MaxOfIncrGoesBackwards(t *testing.T) {
 func TestCounterexamples2And3DelayedRoundOne(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		variant []redlock.Option
+		variant redlock.NaiveVariant
 		broken  bool
 	}{
-		{"quorum tokens", nil, false},
-		{"naive validity after round 1 (2)", []redlock.Option{redlock.WithNaiveFencing(redlock.NaiveEarlyValidity)}, true},
-		{"naive no abort rule (3)", []redlock.Option{redlock.WithNaiveFencing(redlock.NaiveNoAbort)}, true},
+		{"quorum tokens", 0, false},
+		{"naive validity after round 1 (2)", redlock.NaiveEarlyValidity, true},
+		{"naive no abort rule (3)", redlock.NaiveNoAbort, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := startCluster(t, 3)
 			cl.withCounter(t, 0, 7)
-			opts := append([]redlock.Option{redlock.WithTTL(30 * time.Second), redlock.WithNodeTimeout(10 * time.Second)}, tc.variant...)
+			opts := []redlock.Option{redlock.WithTTL(30 * time.Second), redlock.WithNodeTimeout(10 * time.Second)}
 			ctx := context.Background()
 
 			bReachedN1 := make(chan struct{})
 			releaseN2 := make(chan struct{})
 			var once sync.Once
-			b := cl.actor(t, []*faultHook{
+			b := scheme(cl.actor(t, []*faultHook{
 				cut(),
 				{after: func(s string) {
 					if s == "acquire" {
@@ -303,8 +317,8 @@ func TestCounterexamples2And3DelayedRoundOne(t *testing.T) {
 					}
 					return nil
 				}},
-			}, opts...)
-			a := cl.actor(t, []*faultHook{nil, nil, cutScript("commit")}, opts...)
+			}, opts...), tc.variant)
+			a := scheme(cl.actor(t, []*faultHook{nil, nil, cutScript("commit")}, opts...), tc.variant)
 
 			bDone := tryLockAsync(ctx, b, "ce")
 			<-bReachedN1

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -10,7 +11,8 @@ import (
 // The broken token schemes of docs/fencing.md, for the tests that must show
 // their checks can fail. They compose the protocol's pieces (round 1, the
 // commit round, the validity) differently from (*Lock).grant, which knows
-// nothing of them.
+// nothing of them, and are injected from here (Naive): production code has
+// no hook for them.
 type NaiveVariant uint8
 
 const (
@@ -19,11 +21,56 @@ const (
 	NaiveNoAbort                               // counterexample 3: validity after round 2, but no abort rule
 )
 
-// WithNaiveFencing makes a fenced client grant locks by the broken scheme v.
-func WithNaiveFencing(v NaiveVariant) Option {
-	return func(c *config) {
-		c.grant = func(l *Lock, ctx context.Context, start time.Time, t *tally) ([]NodeResult, error, error) {
-			return l.naiveGrant(ctx, v, start, t)
+// Naive acquires locks through Client by the broken scheme Variant: round 1
+// as TryLock sends it, then naiveGrant in place of (*Lock).grant. It skips
+// the Trace and Observer reports of an attempt, which no naive test uses.
+// Its Lock satisfies chaos.Locker, for the harness's calibration.
+type Naive struct {
+	Client  *Client
+	Variant NaiveVariant
+}
+
+// TryLock is one attempt by the scheme, like (*Client).TryLock.
+func (n Naive) TryLock(ctx context.Context, name string) (*Lock, error) {
+	c := n.Client
+	if err := validateName(name); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+	}
+	if c.cfg.fencing {
+		c.learnIdentities()
+	}
+	l := c.newLock(name)
+	start := c.cfg.clock.Now()
+	t, ctxErr := l.roundOne(ctx, 0)
+	if t == nil {
+		return nil, ctxErr // closed
+	}
+	var commit []NodeResult
+	var kind, cause error
+	if ctxErr == nil && t.won() {
+		if commit, kind, cause = l.naiveGrant(ctx, n.Variant, start, t); kind == nil && cause == nil {
+			return l, nil
+		}
+	}
+	return nil, l.fail(t, ctxErr, commit, kind, cause)
+}
+
+// Lock retries TryLock, a retry delay apart, until it succeeds, fails with
+// an error no retry fixes, or ctx ends. Unlike (*Client).Lock it does not
+// queue: the calibration needs the broken tokens, not fairness.
+func (n Naive) Lock(ctx context.Context, name string) (*Lock, error) {
+	for {
+		l, err := n.TryLock(ctx, name)
+		var qe *QuorumError
+		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || final(qe.Kind) {
+			return l, err
+		}
+		if !sleepCtx(ctx, n.Client.retryDelay()) {
+			qe.Cause = ctx.Err()
+			return nil, qe
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -65,11 +64,6 @@ type config struct {
 	fencing       bool
 	retention     time.Duration
 	trace         *Trace
-	// grant turns a won round 1 into a held lock: (*Lock).grant. It is a
-	// field only so that the tests can substitute the broken token schemes
-	// of docs/fencing.md (naive_test.go) and show that their checks catch
-	// them; nothing else sets it.
-	grant func(l *Lock, ctx context.Context, start time.Time, t *tally) (commit []NodeResult, kind, cause error)
 }
 
 func defaultConfig() config {
@@ -83,7 +77,6 @@ func defaultConfig() config {
 		clock:         systemClock{},
 		fencing:       true,
 		retention:     DefaultRetention,
-		grant:         (*Lock).grant,
 	}
 }
 

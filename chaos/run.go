@@ -27,10 +27,18 @@ type Config struct {
 	TTL         time.Duration // lock TTL (default 1s)
 	NodeTimeout time.Duration // per-node timeout (default 200ms)
 	Backend     Backend       // default Processes
-	// LockOptions are added to every worker's client (the tests use them
-	// to run a broken token scheme).
-	LockOptions []redlock.Option
 	Logger      *slog.Logger
+	// Locker, if set, stands between each worker and its client: the
+	// worker acquires through Locker(client). It is for calibrating the
+	// checkers: a test passes a broken token scheme and shows that they
+	// catch it. Unset, the workers call the client's own Lock.
+	Locker func(*redlock.Client) Locker
+}
+
+// Locker is what a worker acquires the lock through: a *redlock.Client,
+// or a stand-in for one (Config.Locker).
+type Locker interface {
+	Lock(ctx context.Context, name string) (*redlock.Lock, error)
 }
 
 func (c *Config) defaults() {
@@ -153,9 +161,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			wg.Wait()
 			return nil, err
 		}
+		var lk Locker = lc
+		if cfg.Locker != nil {
+			lk = cfg.Locker(lc)
+		}
 		wg.Go(func() {
 			defer closeLC()
-			w.run(runCtx, i, lc)
+			w.run(runCtx, i, lk)
 		})
 	}
 	faultsDone := make(chan error, 1)
@@ -218,13 +230,12 @@ type workload struct {
 func (w *workload) now() time.Duration { return time.Since(w.start) }
 
 func (w *workload) lockOptions() []redlock.Option {
-	opts := []redlock.Option{
+	return []redlock.Option{
 		redlock.WithTTL(w.cfg.TTL),
 		redlock.WithNodeTimeout(w.cfg.NodeTimeout),
 		redlock.WithRetryDelay(5*time.Millisecond, 30*time.Millisecond),
 		redlock.WithLogger(w.cfg.Logger),
 	}
-	return append(opts, w.cfg.LockOptions...)
 }
 
 func (w *workload) resource() string { return "chaos:" + w.cfg.Scenario.Name }
@@ -235,11 +246,11 @@ func (w *workload) think() time.Duration { return w.cfg.TTL / 5 }
 
 // run is one worker: lock, read the counter, think, write it plus one,
 // unlock; again until ctx ends.
-func (w *workload) run(ctx context.Context, id int, lc *redlock.Client) {
+func (w *workload) run(ctx context.Context, id int, lk Locker) {
 	for seq := 0; ctx.Err() == nil; seq++ {
 		inv := w.now()
 		actx, cancel := context.WithTimeout(ctx, 3*w.cfg.TTL)
-		l, err := lc.Lock(actx, "chaos")
+		l, err := lk.Lock(actx, "chaos")
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
