@@ -249,7 +249,7 @@ var (
 	//go:embed lua/acquire.lua
 	acquireBody   string
 	acquireScript = `local NEXT, QUEUE, SEEN = KEYS[3], KEYS[4], KEYS[5]
-local WAITER, STALE, WAITED = ARGV[3], tonumber(ARGV[4]), math.max(0, tonumber(ARGV[5]) or 0)
+local WAITER = ARGV[3]
 ` + queueLua + acquireBody
 	acquireLua = newScript(acquireScript)
 )

@@ -37,7 +37,7 @@ var (
 
 	fencedAcquireScript = `local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local NEXT, QUEUE, SEEN = KEYS[10], KEYS[11], KEYS[12]
-local WAITER, STALE, WAITED = ARGV[3], tonumber(ARGV[4]), math.max(0, tonumber(ARGV[5]) or 0)
+local WAITER = ARGV[3]
 ` + identityPrelude + queueLua + fencedAcquireBody
 	commitScript = `local IDKEY, REPLIDKEY, LOSTKEY = KEYS[4], KEYS[5], KEYS[6]
 ` + identityPrelude + `if not nodeID() then return -1 end

@@ -20,9 +20,12 @@ if not id then
   if redis.call('EXISTS', ROSTERKEY) == 0 then return {-2, 0} end
   return {-1, 0}
 end
-if redis.call('EXISTS', KEYS[2]) == 1 then return {0, 0} end
+-- Neither released here nor promised to anyone is the common case: one
+-- call tells it, and the SET alone decides.
+local blocked = redis.call('EXISTS', KEYS[2], NEXT) ~= 0
+if blocked and redis.call('EXISTS', KEYS[2]) == 1 then return {0, 0} end
 local ok = 0
-if promisedToOther() then
+if blocked and promisedToOther() then
   ok = 0
 elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   ok = 1

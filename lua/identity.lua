@@ -16,15 +16,18 @@ local function nowMs()
 end
 local function nodeID()
   local id = redis.call('GET', IDKEY)
-  local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
-  if id then
-    local want = redis.call('GET', REPLIDKEY)
-    if not want then
-      -- Provisioned before replication ids were recorded: trust on first use.
-      redis.pcall('SET', REPLIDKEY, replid)
-      return tonumber(id)
-    end
-    if want == replid then return tonumber(id) end
+  local info = redis.call('INFO', 'replication')
+  local want = id and redis.call('GET', REPLIDKEY)
+  -- The common case is a plain search for the recorded id: matching a
+  -- pattern against the INFO text cost about a fifth of a fenced script.
+  if want and string.find(info, 'master_replid:' .. want .. '\r', 1, true) then
+    return tonumber(id)
+  end
+  local replid = string.match(info, 'master_replid:(%x+)')
+  if id and not want then
+    -- Provisioned before replication ids were recorded: trust on first use.
+    redis.pcall('SET', REPLIDKEY, replid)
+    return tonumber(id)
   end
   -- The stamp names the replication id it was made under: one left by an
   -- earlier episode (it replicated to a replica since promoted, say) does

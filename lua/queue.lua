@@ -1,6 +1,8 @@
--- The waiting line shared by the acquisition and release scripts (queueLua
--- in queue.go). The script that includes it sets NEXT, QUEUE, SEEN, WAITER,
--- STALE and WAITED first.
+-- The waiting line shared by the acquisition scripts (queueLua in
+-- queue.go). The script that includes it sets NEXT, QUEUE, SEEN and WAITER
+-- first, and passes STALE and WAITED (ms) as ARGV[4] and ARGV[5]: they are
+-- converted only when a waiter joins, as every conversion at the top of a
+-- script is paid by every call (a sixth of an uncontended acquisition).
 local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -11,11 +13,12 @@ local function promisedToOther()
 end
 local function enqueue()
   if WAITER == '' then return end
+  local stale, waited = tonumber(ARGV[4]), math.max(0, tonumber(ARGV[5]) or 0)
   local now = nowMs()
-  local place = now - WAITED
+  local place = now - waited
   local had = redis.call('ZSCORE', QUEUE, WAITER)
   if not had or tonumber(had) > place then redis.call('ZADD', QUEUE, place, WAITER) end
   redis.call('ZADD', SEEN, now, WAITER)
-  redis.call('PEXPIRE', QUEUE, 4 * STALE)
-  redis.call('PEXPIRE', SEEN, 4 * STALE)
+  redis.call('PEXPIRE', QUEUE, 4 * stale)
+  redis.call('PEXPIRE', SEEN, 4 * stale)
 end

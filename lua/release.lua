@@ -1,6 +1,5 @@
 -- Unlock and rollback (releaseScript in release.go).
 local NEXT, QUEUE, SEEN = KEYS[3], KEYS[4], KEYS[5]
-local STALE = tonumber(ARGV[5])
 local v = redis.pcall('GET', KEYS[1])
 local deleted = 0
 if v == ARGV[1] then
@@ -21,6 +20,7 @@ if deleted == 0 and v then return 0 end
 if redis.call('EXISTS', QUEUE, NEXT) == 0 then return deleted end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local STALE = tonumber(ARGV[5])
 local next = ''
 for _ = 1, 16 do
   local first = redis.call('ZRANGE', QUEUE, 0, 0)
