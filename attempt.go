@@ -46,7 +46,7 @@ func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
 // The fenced client's identities are learnt by the callers (TryLock, Lock),
 // once, before their first attempt.
 func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.Duration) (_ *Lock, err error) {
-	if err := c.settling.wait(ctx, name, c.since()); err != nil {
+	if err := c.settling.wait(ctx, name, c.epoch); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 	}
 	if tr := c.cfg.trace; tr != nil && tr.AttemptStart != nil {

@@ -78,3 +78,11 @@ func WaitAbandoned(c *Client, d time.Duration) bool {
 		return false
 	}
 }
+
+// SettlingLen is how many names c still records a release in flight for
+// (settle.go): the adversarial review's leak checks read it.
+func SettlingLen(c *Client) int {
+	c.settling.mu.Lock()
+	defer c.settling.mu.Unlock()
+	return len(c.settling.m)
+}

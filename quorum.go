@@ -286,13 +286,24 @@ func (c *Client) giveUpOnContention(t *tally) (time.Time, bool) {
 	return t.lastReply.Add(c.grace(t)), true
 }
 
-// waitForStragglers is how long this client's next acquisition of a name
-// waits for the rest of the name's release once a majority has released
-// (settle.go): a grace, so that it does not find the old value still on a
-// healthy node.
-func (c *Client) waitForStragglers(t *tally) (time.Time, bool) {
-	if !t.won() {
-		return time.Time{}, false
+// settleBy is when this client's next attempt on a name stops waiting for
+// the rest of the name's release, won at the majority in the round that
+// started at start (settle.go). It is what Unlock waited itself when it
+// still waited for them: a grace after the majority's last reply, so that
+// the attempt does not find the old value on a healthy node that was a
+// little slower, and never past the time the collector gives up on silent
+// nodes (collect).
+func (c *Client) settleBy(t *tally, start time.Time) time.Time {
+	by := t.lastReply.Add(c.grace(t))
+	giveUp := t.lastReply.Add(max(c.cfg.nodeTimeout, t.slowest))
+	if hard := start.Add(c.cfg.nodeTimeout); hard.After(giveUp) {
+		giveUp = hard
 	}
-	return t.lastReply.Add(c.grace(t)), true
+	if last := start.Add(c.cfg.patience()); last.Before(giveUp) {
+		giveUp = last
+	}
+	if giveUp.Before(by) {
+		return giveUp
+	}
+	return by
 }

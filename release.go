@@ -56,15 +56,16 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 		}
 	}
 	// Decided at the majority: see settle.go for what the rest still do.
+	roundStart := time.Now()
 	t, cause := c.runRound(ctx, roundSpec{name: "unlock", op: op, then: then, detach: true,
 		after: l.acqDone, sent: l.acqSent}, // nothing to release where nothing was sent
 		(*tally).wonOrRefused, nil)
 	if t == nil {
-		c.settling.abandon(l.name, inFlight)
+		c.settling.forget(l.name, inFlight)
 		return nil, cause
 	}
-	if until, ok := c.waitForStragglers(t); ok {
-		inFlight.until.Store(int64(until.Sub(c.epoch)))
+	if t.won() {
+		inFlight.until.Store(int64(c.settleBy(t, roundStart).Sub(c.epoch)))
 	}
 	if t.won() {
 		if c.cfg.observer != nil {

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,15 +18,17 @@ import (
 // value and refuses it; with a hung node skipped as well (three nodes, one
 // paused), that refusal costs the attempt its majority, and TryLock fails
 // with ErrLocked on a lock that nobody holds. So the client remembers each
-// name whose release is still settling, and its next attempt on that name
-// first waits for the release, for no longer than Unlock used to wait for
-// it: a grace after the majority's last reply (waitForStragglers). Other
-// clients are not ordered after an Unlock anyway, so they need no such wait.
+// name's releases still in flight, and its next attempt on that name first
+// waits for them, for no longer than Unlock used to wait for them
+// (settleBy). Other clients are not ordered after an Unlock anyway, so they
+// need no such wait.
 
 // settling is the releases of this client still in flight, by lock name.
+// A name usually has one; an Unlock of an expired handle, after the name
+// was taken and released again, adds another.
 type settling struct {
 	mu sync.Mutex
-	m  map[string]*release
+	m  map[string][]*release
 }
 
 // release is one Unlock's calls still in flight.
@@ -33,7 +36,8 @@ type release struct {
 	calls   atomic.Int32  // not yet ended
 	settled chan struct{} // closed when the last call ends
 	// until is when (Client.since) waiting for the rest stops being worth
-	// it; 0 while the Unlock has not returned.
+	// it; 0 while the Unlock has not returned, and for ever if the Unlock
+	// did not win (there was no majority to keep it from).
 	until atomic.Int64
 }
 
@@ -43,9 +47,9 @@ func (s *settling) start(name string, n int) *release {
 	r.calls.Store(int32(n))
 	s.mu.Lock()
 	if s.m == nil {
-		s.m = make(map[string]*release)
+		s.m = make(map[string][]*release)
 	}
-	s.m[name] = r
+	s.m[name] = append(s.m[name], r)
 	s.mu.Unlock()
 	return r
 }
@@ -56,45 +60,57 @@ func (s *settling) callEnded(name string, r *release) {
 		return
 	}
 	close(r.settled)
-	s.abandon(name, r)
+	s.forget(name, r)
 }
 
-// abandon forgets a release that sent nothing (the client was closed).
-func (s *settling) abandon(name string, r *release) {
+// forget drops r: it settled, or sent nothing (the client was closed).
+func (s *settling) forget(name string, r *release) {
 	s.mu.Lock()
-	if s.m[name] == r {
+	defer s.mu.Unlock()
+	rs := slices.DeleteFunc(s.m[name], func(x *release) bool { return x == r })
+	if len(rs) == 0 {
 		delete(s.m, name)
+	} else {
+		s.m[name] = rs
 	}
-	s.mu.Unlock()
 }
 
-// wait waits for name's release in flight, if any, to settle, to reach its
-// until, or for ctx to end, whichever is first; it returns ctx's error in
-// the last case. now is Client.since's reading. A release whose Unlock has
-// not returned yet is not waited for: a TryLock racing an Unlock of the
-// same name has no order to keep.
-func (s *settling) wait(ctx context.Context, name string, now int64) error {
+// wait waits until name's releases in flight have settled or reached their
+// until, or ctx ends; it returns ctx's error in the last case. epoch is
+// Client.epoch. Releases whose Unlock has not returned (a TryLock racing
+// an Unlock of the same name has no order to keep) or did not win are not
+// waited for. Neither is anything if ctx ends before the wait would: the
+// attempt is better sent at once, and may well win without those nodes.
+func (s *settling) wait(ctx context.Context, name string, epoch time.Time) error {
 	s.mu.Lock()
-	r := s.m[name]
+	rs := slices.Clone(s.m[name])
 	s.mu.Unlock()
-	if r == nil {
+	if len(rs) == 0 {
 		return nil
 	}
-	until := r.until.Load()
-	if until == 0 {
+	now := int64(time.Since(epoch))
+	last := int64(0)
+	rs = slices.DeleteFunc(rs, func(r *release) bool {
+		until := r.until.Load()
+		last = max(last, until)
+		return until <= now
+	})
+	if len(rs) == 0 {
 		return nil
 	}
-	d := time.Duration(until - now)
-	if d <= 0 {
+	if dl, ok := ctx.Deadline(); ok && int64(dl.Sub(epoch)) < last {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-r.settled:
-	case <-t.C:
-	case <-ctx.Done():
-		return ctx.Err()
+	for _, r := range rs {
+		t := time.NewTimer(time.Duration(r.until.Load() - int64(time.Since(epoch))))
+		select {
+		case <-r.settled:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
 	}
 	return nil
 }
