@@ -23,6 +23,28 @@ import (
 // (settleBy). Other clients are not ordered after an Unlock anyway, so they
 // need no such wait.
 
+// settleBy is when this client's next attempt on a name stops waiting for
+// the rest of the name's release, won at the majority in the round that
+// started at start (settle.go). It is what Unlock waited itself when it
+// still waited for them: a grace after the majority's last reply, so that
+// the attempt does not find the old value on a healthy node that was a
+// little slower, and never past the time the collector gives up on silent
+// nodes (collect).
+func (c *Client) settleBy(t *tally, start time.Time) time.Time {
+	by := t.lastReply.Add(c.grace(t))
+	giveUp := t.lastReply.Add(max(c.cfg.nodeTimeout, t.slowest))
+	if hard := start.Add(c.cfg.nodeTimeout); hard.After(giveUp) {
+		giveUp = hard
+	}
+	if last := start.Add(c.cfg.patience()); last.Before(giveUp) {
+		giveUp = last
+	}
+	if giveUp.Before(by) {
+		return giveUp
+	}
+	return by
+}
+
 // settling is the releases of this client still in flight, by lock name.
 // A name usually has one; an Unlock of an expired handle, after the name
 // was taken and released again, adds another.
