@@ -1,15 +1,12 @@
 package node
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,31 +17,6 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 	"github.com/redis/go-redis/v9"
 )
-
-// HostImage is the image StartContainer builds when no image is named: the
-// host's own redis-server and the libraries it links, FROM scratch, plus
-// libfaketime and the jemalloc stub for clock faults. It needs no registry.
-const HostImage = "redlock-redis-host"
-
-// ValkeyHostImage is HostImage built from the host's valkey-server instead:
-// StartContainer builds it when the server binary (Config.Binary, else
-// $REDLOCK_SERVER_BINARY) is a valkey-server, so that the container tests
-// run against Valkey as the process tests do.
-const ValkeyHostImage = "redlock-valkey-host"
-
-// hostImageFor names the image to build for a server binary and the name
-// the binary gets inside it. Valkey's server is one multi-call executable
-// (valkey-server links to valkey-check-rdb) that acts on the name it is run
-// as, so it keeps the server's name.
-func hostImageFor(binary string) (image, name string) {
-	if binary == "" {
-		binary = DefaultBinary()
-	}
-	if strings.HasPrefix(filepath.Base(binary), "valkey") {
-		return ValkeyHostImage, "valkey-server"
-	}
-	return HostImage, "redis-server"
-}
 
 // ContainerConfig describes a containerised node.
 type ContainerConfig struct {
@@ -93,16 +65,6 @@ type Container struct {
 }
 
 var _ Node = (*Container)(nil)
-
-type builtImage struct {
-	pool  *dockertest.Pool
-	image string
-}
-
-var buildOnce = struct {
-	sync.Mutex
-	done map[builtImage]bool
-}{done: map[builtImage]bool{}}
 
 // StartContainer starts one containerised node and waits until it answers.
 func StartContainer(ctx context.Context, cfg ContainerConfig) (*Container, error) {
@@ -292,229 +254,4 @@ func (c *Container) ID() string { return c.res.Container.ID }
 
 func (c *Container) NewClient() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: c.Addr(), MaxRetries: -1})
-}
-
-// Kill sends SIGKILL to the container and waits until it has stopped.
-func (c *Container) Kill(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.state != running && c.state != paused {
-		return fmt.Errorf("%w: node %s is not running", ErrState, c.cfg.Name)
-	}
-	if c.state == paused {
-		// A frozen container cannot take a signal in every engine; thaw it
-		// first, the kill still lands before it runs anything.
-		_ = c.pool.Client.UnpauseContainer(c.ID())
-	}
-	if err := c.pool.Client.KillContainer(dc.KillContainerOptions{ID: c.ID(), Signal: dc.SIGKILL, Context: ctx}); err != nil {
-		return fmt.Errorf("node %s: kill: %w", c.cfg.Name, err)
-	}
-	for {
-		info, err := c.pool.Client.InspectContainer(c.ID())
-		if err != nil {
-			return err
-		}
-		if !info.State.Running {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	c.state = stopped
-	return nil
-}
-
-// Start starts a killed container again, with the data in its mounted dir.
-func (c *Container) Start(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch c.state {
-	case closed:
-		return ErrClosed
-	case running, paused:
-		return fmt.Errorf("%w: node %s is already running", ErrState, c.cfg.Name)
-	}
-	if err := c.pool.Client.StartContainer(c.ID(), nil); err != nil {
-		return fmt.Errorf("node %s: start: %w", c.cfg.Name, err)
-	}
-	c.state = running
-	return c.waitReady(ctx)
-}
-
-// WipeData deletes the stopped node's persisted data.
-func (c *Container) WipeData() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.state != stopped {
-		return fmt.Errorf("%w: stop node %s before wiping its data", ErrState, c.cfg.Name)
-	}
-	data := filepath.Join(c.dir, "data")
-	entries, err := os.ReadDir(data)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(data, e.Name())); err != nil {
-			return fmt.Errorf("node %s: wipe: %w", c.cfg.Name, err)
-		}
-	}
-	return nil
-}
-
-// Pause freezes the container (docker pause, the cgroup freezer).
-func (c *Container) Pause(context.Context) error {
-	return c.transition(running, paused, c.pool.Client.PauseContainer)
-}
-
-// Resume thaws it (docker unpause).
-func (c *Container) Resume(context.Context) error {
-	return c.transition(paused, running, c.pool.Client.UnpauseContainer)
-}
-
-func (c *Container) transition(from, to procState, do func(string) error) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.state != from {
-		return fmt.Errorf("%w: node %s", ErrState, c.cfg.Name)
-	}
-	if err := do(c.ID()); err != nil {
-		return fmt.Errorf("node %s: %w", c.cfg.Name, err)
-	}
-	c.state = to
-	return nil
-}
-
-// Close removes the container and its data.
-func (c *Container) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.state == closed {
-		return nil
-	}
-	c.state = closed
-	c.closeRelay()
-	err := c.pool.Purge(c.res)
-	return errors.Join(err, os.RemoveAll(c.dir))
-}
-
-// buildHostImage builds the host image for binary (see hostImageFor) once
-// per pool, unless it exists, and returns its name.
-func buildHostImage(pool *dockertest.Pool, binary string) (string, error) {
-	image, name := hostImageFor(binary)
-	if binary == "" {
-		binary = DefaultBinary()
-	}
-	buildOnce.Lock()
-	defer buildOnce.Unlock()
-	key := builtImage{pool, image}
-	if buildOnce.done[key] {
-		return image, nil
-	}
-	if _, err := pool.Client.InspectImage(image + ":latest"); err == nil {
-		buildOnce.done[key] = true
-		return image, nil
-	}
-	ctxDir, err := os.MkdirTemp("", "redlock-image-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(ctxDir)
-	if err := hostImageContext(ctxDir, binary, name); err != nil {
-		return "", err
-	}
-	err = pool.Client.BuildImage(dc.BuildImageOptions{
-		Name: image + ":latest", Dockerfile: "Dockerfile", ContextDir: ctxDir, OutputStream: io.Discard,
-	})
-	if err != nil {
-		return "", fmt.Errorf("node: build %s: %w", image, err)
-	}
-	buildOnce.done[key] = true
-	return image, nil
-}
-
-// hostImageContext lays out a FROM scratch build: the server binary (as
-// /usr/bin/<name>), every library ldd lists for it and for libfaketime, and
-// the jemalloc stub.
-func hostImageContext(dir, binary, name string) error {
-	server, err := exec.LookPath(binary)
-	if err != nil {
-		return fmt.Errorf("%w (%v)", ErrRedisServerMissing, err)
-	}
-	if server, err = filepath.EvalSymlinks(server); err != nil {
-		return err
-	}
-	root := filepath.Join(dir, "root")
-	if err := copyInto(root, server, "/usr/bin/"+name); err != nil {
-		return err
-	}
-	libs, err := lddPaths(server)
-	if err != nil {
-		return err
-	}
-	stubDir := filepath.Join(dir, "stub-build")
-	if err := os.MkdirAll(stubDir, 0o755); err != nil {
-		return err
-	}
-	if env, err := fakeTimeEnv(stubDir, filepath.Join(stubDir, "offset")); err == nil {
-		var lib string
-		for _, e := range env {
-			if v, ok := strings.CutPrefix(e, "LD_PRELOAD="); ok {
-				lib = v
-			}
-		}
-		if err := copyInto(root, lib, "/faketime/libfaketime.so.1"); err != nil {
-			return err
-		}
-		more, err := lddPaths(lib)
-		if err != nil {
-			return err
-		}
-		libs = append(libs, more...)
-		if err := copyInto(root, filepath.Join(stubDir, "jemalloc-stub", "libjemalloc.so.2"), "/stub/libjemalloc.so.2"); err != nil {
-			return err
-		}
-	}
-	for _, l := range libs {
-		if err := copyInto(root, l, l); err != nil {
-			return err
-		}
-	}
-	dockerfile := "FROM scratch\nCOPY root/ /\nENTRYPOINT [\"/usr/bin/" + name + "\"]\n"
-	return os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644)
-}
-
-// lddPaths lists the shared libraries (and the loader) a binary needs.
-func lddPaths(binary string) ([]string, error) {
-	out, err := exec.Command("ldd", binary).Output()
-	if err != nil {
-		return nil, fmt.Errorf("node: ldd %s: %w", binary, err)
-	}
-	var paths []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		switch {
-		case len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/"):
-			paths = append(paths, f[2])
-		case len(f) >= 1 && strings.HasPrefix(f[0], "/"):
-			paths = append(paths, f[0])
-		}
-	}
-	return paths, nil
-}
-
-// copyInto copies the file at src (following links) to root+dst.
-func copyInto(root, src, dst string) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	target := filepath.Join(root, dst)
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(target, b, 0o755)
 }

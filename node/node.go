@@ -125,3 +125,12 @@ var (
 	// ErrClosed: the node was closed.
 	ErrClosed = errors.New("node: closed")
 )
+
+type procState int
+
+const (
+	stopped procState = iota
+	running
+	paused
+	closed
+)

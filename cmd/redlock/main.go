@@ -111,3 +111,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	return &exitError{2, fmt.Errorf("unknown command %q", args[0])}
 }
+
+// exitError carries the exit code the command must end with.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
