@@ -109,6 +109,7 @@ func (l *Lock) fail(t *tally, ctxErr error, commit []NodeResult, kind, cause err
 	case ctxErr != nil:
 	case !t.won():
 		qe.Kind = classifyAcquire(t)
+		qe.lostToPromises = qe.Kind == ErrLocked && l.lostToPromises(t)
 	default:
 		qe.Kind, qe.Cause = kind, cause
 		if commit != nil && kind != ErrNoValidity {
@@ -170,12 +171,23 @@ func classifyAcquire(t *tally) error {
 
 // acquireOp is the acquisition call on one node.
 func (l *Lock) acquireOp(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
-	o, v, err := l.acquire.outcome(ctx, node)
-	if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
-		err = fmt.Errorf("%w: %w", ErrWrongType, err)
+	n, err := l.acquire.run(ctx, node).Int64()
+	switch {
+	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		return NodeFailed, 0, fmt.Errorf("%w: %w", ErrWrongType, err)
+	case err != nil:
+		return NodeFailed, 0, err
+	case n == 1:
+		return NodeGranted, 0, nil
+	case n == refusedPromised:
+		l.promisedElsewhere.Add(1)
 	}
-	return o, v, err
+	return NodeRefused, 0, nil
 }
+
+// refusedPromised is the acquisition scripts' status for a node where the
+// lock is free but promised to another waiter.
+const refusedPromised = 2
 
 // afterAcquire runs on the node's goroutine once its acquisition call has
 // returned. If the attempt as a whole failed, it rolls the node back, after

@@ -154,6 +154,10 @@ type QuorumError struct {
 	Kind  error
 	Cause error        // context error that cut the operation short, or nil
 	Nodes []NodeResult // one per node, in the order given to New
+
+	// lostToPromises: an attempt of Lock lost only to promises made to
+	// other waiters (see yieldPromise).
+	lostToPromises bool
 }
 
 func (e *QuorumError) Error() string {

@@ -78,6 +78,9 @@ func (l *Lock) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalC
 	case vals[0] == 1:
 		c.noteIntact(i)
 		return NodeGranted, vals[1], nil
+	case vals[0] == refusedPromised:
+		l.promisedElsewhere.Add(1)
+		fallthrough
 	default:
 		c.noteIntact(i)
 		return NodeRefused, vals[1], nil

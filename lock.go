@@ -4,6 +4,7 @@ import (
 	cryptorand "crypto/rand"
 	"encoding/hex"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,6 +40,9 @@ type Lock struct {
 	// closed when the attempt is decided; success is set before.
 	verdict chan struct{}
 	success bool
+	// nodes that refused only because the free lock was promised to
+	// another waiter (see yieldPromise)
+	promisedElsewhere atomic.Int32
 
 	mu       sync.Mutex
 	until    time.Time

@@ -74,3 +74,40 @@ var (
 	leaveScript string
 	leaveLua    = newScript(leaveScript)
 )
+
+// yieldScript gives back a promise that its waiter could not use.
+//
+//	KEYS[1] lock key, KEYS[2] promise NEXT
+//	ARGV[1] waiter id
+var (
+	//go:embed lua/yield.lua
+	yieldScript string
+	yieldLua    = newScript(yieldScript)
+)
+
+// lostToPromises reports a waiter's attempt that some nodes granted and
+// that every node refusing it refused only because the free lock was
+// promised to another waiter. Waiters that joined at the same moment can
+// stand in the nodes' queues in different orders, and a release then
+// promises the lock to different waiters on different nodes: none of them
+// can take a majority, and all would wait for the promises to expire
+// (promiseFor), again after each such release.
+func (l *Lock) lostToPromises(t *tally) bool {
+	refused := t.counts[NodeRefused]
+	return l.waiter != "" && t.granted() > 0 && refused > 0 && int(l.promisedElsewhere.Load()) >= refused
+}
+
+// yieldPromise gives back, on every node, a promise of the lock to waiter,
+// and tells the waiters where it did. Lock calls it after an attempt lost
+// to promises made to other waiters (lostToPromises); each of them does the
+// same, and all try again, the longest-waiting first (wakeDelay). It does
+// not wait for the nodes.
+func (c *Client) yieldPromise(key, waiter string) {
+	keys := []string{key, nextKey(key)}
+	_, _ = c.fanOut(context.Background(), "yield", nil, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+		if err := yieldLua.Run(ctx, node, keys, waiter).Err(); err != nil {
+			return NodeFailed, 0, err
+		}
+		return NodeGranted, 0, nil
+	}, nil)
+}

@@ -15,7 +15,8 @@ package redlock
 //
 // op, where given, names the round: "lock" (round 1 of an acquisition),
 // "commit" (round 2 of a fenced one), "extend", "unlock", "leave" (a waiter
-// gives up its place in the queue) or "admin" (provisioning, repair and
+// gives up its place in the queue), "yield" (a waiter gives back a promise
+// it could not use) or "admin" (provisioning, repair and
 // NodeIDs reading or writing the nodes' fencing state).
 type Trace struct {
 	// AttemptStart is called when an acquisition attempt of name starts,

@@ -27,8 +27,10 @@ import (
 // notification (Redis pub/sub, one connection per node shared by the
 // client's waiters); the others sleep on. A waiter that misses its
 // notification retries after a random delay within the configured bounds,
-// and a promise nobody takes expires. TryLock does not queue, and is
-// refused while the lock is promised to a waiter.
+// and a promise nobody takes expires. Waiters that came at the same moment
+// may be promised the lock on different nodes, so that none can take it;
+// they give their promises back, and try again, the oldest first. TryLock
+// does not queue, and is refused while the lock is promised to a waiter.
 func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 	if err := validateName(name); err != nil {
 		return nil, err
@@ -66,6 +68,9 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 			return l, err
 		}
 		c.warnRetrying(qe, attempts, started)
+		if qe.lostToPromises {
+			c.yieldPromise(key, waiter)
+		}
 		delay := c.retryDelay()
 		if qe.Kind == ErrLocked {
 			outages = 0

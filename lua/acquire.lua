@@ -6,7 +6,12 @@ if redis.call('EXISTS', KEYS[2], NEXT) == 0 then
   if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 else
   if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-  if promisedToOther() then enqueue() return 0 end
+  if promisedToOther() then
+    enqueue()
+    -- 2: the lock is free here but promised to another waiter (see yield).
+    if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
+    return 0
+  end
   if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 end
 local v = redis.pcall('GET', KEYS[1])

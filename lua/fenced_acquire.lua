@@ -10,7 +10,8 @@
 --   ARGV[1] value   ARGV[2] TTL in ms   ARGV[3] waiter id (empty: none)
 --   ARGV[4] STALE in ms   ARGV[5] WAITED in ms (how long the waiter has waited)
 --
--- Returns {status, candidate}: status 1 granted, 0 refused, -1 the node's
+-- Returns {status, candidate}: status 1 granted, 0 refused, 2 refused while
+-- the lock is free here but promised to another waiter, -1 the node's
 -- fencing state is not intact (see the identity prelude), -2 the node holds
 -- no identity at all (never provisioned, or emptied). The candidate is
 -- c*256 + id with c = INCR G, raised above H's counter where H is still
@@ -26,7 +27,8 @@ local blocked = redis.call('EXISTS', KEYS[2], NEXT) ~= 0
 if blocked and redis.call('EXISTS', KEYS[2]) == 1 then return {0, 0} end
 local ok = 0
 if blocked and promisedToOther() then
-  ok = 0
+  -- 2: the lock is free here but promised to another waiter (see yield).
+  if redis.call('EXISTS', KEYS[1]) == 0 then ok = 2 end
 elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   ok = 1
 else
@@ -36,7 +38,7 @@ else
   end
   if v == ARGV[1] then ok = 1 end
 end
-if ok == 0 then enqueue() end
+if ok ~= 1 then enqueue() end
 local c = redis.call('INCR', KEYS[4])
 local h = redis.call('GET', KEYS[3])
 if h then
