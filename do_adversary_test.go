@@ -156,7 +156,7 @@ func TestLateExtensionReplyUnderDo(t *testing.T) {
 		return nil
 	})
 	t.Logf("Do: %v", err)
-	for i, h := range cl.holders(t, "adv-c") {
+	for i, h := range cl.holdersOnceReleased(t, "adv-c") {
 		if h != "" {
 			t.Errorf("BROKE: node %d still holds the lock after Do returned", i)
 		}

@@ -318,24 +318,33 @@ func TestSubscribedWaiterNeedsNoSecondLook(t *testing.T) {
 		return attempts
 	}
 	ctx := context.Background()
-	wait := func() {
+	// wait returns how many attempts the waiter had made by the release.
+	wait := func() int {
 		h, err := holder.TryLock(ctx, "look")
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := lockAndUnlock(waiter, "look", 10*time.Second)
 		time.Sleep(200 * time.Millisecond)
+		atRelease := counted()
 		if err := h.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-got; err != nil {
 			t.Fatal(err)
 		}
+		return atRelease
 	}
 	wait() // subscribes; the subscription lingers
 	before := counted()
-	wait()
-	if n := counted() - before; n != 2 {
-		t.Errorf("subscribed waiter made %d attempts, want 2 (refused, then the promised one)", n)
+	// A second look would come when the subscription is confirmed, long
+	// before the release. (After it, a loaded machine can add split-vote
+	// retries: the promise wakes the waiter at the first node's release,
+	// and the others may still hold the lock.)
+	if n := wait() - before; n != 1 {
+		t.Errorf("subscribed waiter made %d attempts before the release, want 1 (the refused one)", n)
+	}
+	if n := counted() - before; n < 2 {
+		t.Errorf("subscribed waiter made %d attempts in all, want at least 2 (refused, then the promised one)", n)
 	}
 }
