@@ -11,7 +11,7 @@ import (
 // instead of sleeping out its retry delay (Redisson does the same).
 //
 // When Unlock deletes the lock, the release script promises it to the
-// oldest waiter (queueLua in scripts.go) and PUBLISHes that waiter's id on
+// oldest waiter (queueLua in queue.go) and PUBLISHes that waiter's id on
 // "<key>:promised:<client id>", which only the waiter's own client hears,
 // or "" on "<key>:released", which every waiting client hears, when nobody
 // waits. Each client keeps one subscriber connection per node, shared by all

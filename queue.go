@@ -32,8 +32,9 @@ func (c *Client) staleWaiter() int64 {
 // nodes. If it died meanwhile, the lock is free again after this.
 func (c *Client) promiseFor() int64 { return (2 * c.cfg.nodeTimeout).Milliseconds() + 1 }
 
-// queueLua is the waiting line shared by the acquisition and release
-// scripts: the fair handoff of a contended lock (docs/design.md).
+// queueLua is the waiting line as the acquisition scripts see it (the
+// release script keeps its own side): the fair handoff of a contended lock
+// (docs/design.md).
 //
 // Every attempt of a waiter in Lock (WAITER, stable across its attempts)
 // that a node refuses puts it in that node's queue, and refreshes when it
@@ -51,7 +52,8 @@ func (c *Client) promiseFor() int64 { return (2 * c.cfg.nodeTimeout).Millisecond
 // queue) puts it about where it started waiting. Each node orders by
 // its own clock, so two waiters that arrive within a few milliseconds of
 // each other may stand in different orders on different nodes: docs/design.md
-// says why that is acceptable. Unlock takes the holder out,
+// says why that is acceptable, and how the waiters then give back the
+// promises that split (yieldPromise). Unlock takes the holder out,
 // then promises the lock to the first waiter still seen within STALE ms: it
 // sets NEXT to that waiter for a short while and publishes its id. While
 // NEXT names someone else, the node refuses every acquisition. Promises
@@ -59,7 +61,8 @@ func (c *Client) promiseFor() int64 { return (2 * c.cfg.nodeTimeout).Millisecond
 // expire, so they cannot block for long.
 //
 // The script defining them must set NEXT, QUEUE and SEEN (keys) and WAITER
-// (empty for no waiter), STALE (ms) and WAITED (ms) first.
+// (empty for no waiter) first, and pass STALE and WAITED (ms) as ARGV[4]
+// and ARGV[5].
 //
 //go:embed lua/queue.lua
 var queueLua string
