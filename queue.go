@@ -89,22 +89,34 @@ var (
 )
 
 // lostToPromises reports a waiter's attempt that some nodes granted and
-// that every node refusing it refused only because the free lock was
-// promised to another waiter. Waiters that joined at the same moment can
-// stand in the nodes' queues in different orders, and a release then
-// promises the lock to different waiters on different nodes: none of them
-// can take a majority, and all would wait for the promises to expire
-// (promiseFor), again after each such release.
+// that so many nodes refused because the free lock was promised to other
+// waiters that this one cannot be promised a majority. Waiters that joined
+// at the same moment can stand in the nodes' queues in different orders,
+// and a release then promises the lock to different waiters on different
+// nodes: none of them can take a majority, and all would wait for the
+// promises to expire (promiseFor), again after each such release.
+//
+// Only that count says so. A waiter promised a majority may still lose an
+// attempt, to a node that answers after the others (the contention grace):
+// it must keep its promises and take the lock at its next attempt, or the
+// waiters behind it would go first (TestMajorityPromiseSurvivesASlowNode).
+// The count includes replies that came after the attempt was decided; each
+// is a node promised to another waiter all the same.
 func (l *Lock) lostToPromises(t *tally) bool {
-	refused := t.counts[NodeRefused]
-	return l.waiter != "" && t.granted() > 0 && refused > 0 && int(l.promisedElsewhere.Load()) >= refused
+	return l.waiter != "" && t.granted() > 0 && int(l.promisedElsewhere.Load()) > t.n-t.majority
 }
 
 // yieldPromise gives back, on every node, a promise of the lock to waiter,
-// and tells the waiters where it did. Lock calls it after an attempt lost
-// to promises made to other waiters (lostToPromises); each of them does the
-// same, and all try again, the longest-waiting first (wakeDelay). It does
-// not wait for the nodes.
+// and where it did, publishes an empty notification, which wakes each
+// waiting client's oldest waiter for the lock. Lock calls it after an
+// attempt lost to promises made to other waiters (lostToPromises); each of
+// them does the same, and they retry after short random delays (split
+// votes). It does not wait for the nodes.
+//
+// A yield that lands after the next release promised the lock to the same
+// waiter again takes that promise back too: the lock is then open to all
+// until someone takes it. That costs the waiter its turn, not the lock its
+// safety; it needs a release within the yield's flight.
 func (c *Client) yieldPromise(key, waiter string) {
 	keys := []string{key, nextKey(key)}
 	_, _ = c.fanOut(context.Background(), "yield", nil, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
