@@ -140,13 +140,13 @@ func TestMajorityPromiseSurvivesASlowNode(t *testing.T) {
 	}
 }
 
-// the same without a slow client. Node 2 stalls for 60 ms
+// The same without a slow client. Node 2 stalls for 60 ms
 // (SIGSTOP) just after it promised the lock to W; the node timeout is
 // 100 ms, so the promise lasts 200 ms. Both W and X lose their first
 // attempts to the stalled node and the other's promises, and both give
 // their promises back: the lock then goes to whoever retries first.
 // Twenty releases; W, promised the lock on nodes 0-2, should be first
-// every time (it is, before 7c6cb74: nobody else can take a majority).
+// every time: nobody else can take a majority.
 func TestMajorityPromiseSurvivesAStalledNode(t *testing.T) {
 	cl := startCluster(t, 5)
 	opts := []redlock.Option{redlock.WithRetryDelay(3*time.Second, 4*time.Second),
