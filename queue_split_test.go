@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,67 +24,21 @@ import (
 func TestSplitPromisesAreGivenBack(t *testing.T) {
 	for _, fenced := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fenced=%t", fenced), func(t *testing.T) {
-			cl := startCluster(t, 5)
-			// Promises last 1 s; a waiter not woken retries after 3 s at the
-			// earliest, so only a notification can bring the lock sooner.
-			opts := []redlock.Option{redlock.WithNodeTimeout(500 * time.Millisecond),
-				redlock.WithRetryDelay(3*time.Second, 4*time.Second), redlock.WithTTL(10 * time.Second)}
-			if !fenced {
-				opts = append(opts, redlock.WithoutFencing())
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			h, err := cl.newClient(t, opts...).TryLock(ctx, "split")
-			if err != nil {
-				t.Fatal(err)
-			}
-			acquired := make(chan time.Time, 3)
-			errs := make(chan error, 3)
+			ctx, cl, opts, h := heldForWaiters(t, fenced, "split")
+			var clients []*redlock.Client
 			for range 3 {
-				w := cl.newClient(t, opts...)
-				go func() {
-					l, err := w.Lock(ctx, "split")
-					if err != nil {
-						errs <- err
-						return
-					}
-					acquired <- time.Now()
-					time.Sleep(time.Millisecond)
-					errs <- l.Unlock(ctx)
-				}()
+				clients = append(clients, cl.newClient(t, opts...))
 			}
-			queue := "redlock:{split}:queue"
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-				queued := 0
-				for _, in := range cl.inspect {
-					if in.ZCard(ctx, queue).Val() == 3 {
-						queued++
-					}
-				}
-				if queued == len(cl.inspect) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the three waiters are not queued on every node")
-				}
-			}
-			ids := cl.inspect[0].ZRange(ctx, queue, 0, -1).Val()
-			for i, first := range []int{0, 0, 1, 1, 2} {
-				for j, id := range ids {
-					score := 2 + j
-					if j == first {
-						score = 1
-					}
-					cl.inspect[i].ZAdd(ctx, queue, redis.Z{Score: float64(score), Member: id})
-				}
-			}
+			ids, order, errs := startWaiters(ctx, t, cl, "split", clients...)
+			a, b, c := ids[0], ids[1], ids[2]
+			orderQueues(ctx, cl, "split", [][]string{{a, b, c}, {a, b, c}, {b, a, c}, {b, a, c}, {c, a, b}})
 			released := time.Now()
 			if err := h.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
 			select {
-			case at := <-acquired:
-				if d := at.Sub(released); d > 500*time.Millisecond {
+			case <-order:
+				if d := time.Since(released); d > 500*time.Millisecond {
 					t.Errorf("the first waiter took the lock %v after the release (promises last 1 s)", d)
 				}
 			case err := <-errs:
@@ -98,4 +53,65 @@ func TestSplitPromisesAreGivenBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startWaiters starts Lock(name) on each client in turn, each once the one
+// before is queued on every node, and returns their waiter ids in that
+// order. A waiter sends its index on order once it holds the lock, then
+// unlocks; errs gets one error (or nil) per waiter.
+func startWaiters(ctx context.Context, t *testing.T, cl *cluster, name string,
+	clients ...*redlock.Client) (ids []string, order <-chan int, errs <-chan error) {
+	t.Helper()
+	got, failed := make(chan int, len(clients)), make(chan error, len(clients))
+	queue := "redlock:{" + name + "}:queue"
+	for i, c := range clients {
+		go func() {
+			l, err := c.Lock(ctx, name)
+			if err != nil {
+				failed <- err
+				return
+			}
+			got <- i
+			time.Sleep(time.Millisecond)
+			failed <- l.Unlock(ctx)
+		}()
+		waitQueued(t, cl, queue, int64(i+1))
+		for _, id := range cl.inspect[0].ZRange(ctx, queue, 0, -1).Val() {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids, got, failed
+}
+
+// orderQueues puts the waiters of name in the order orders[i] on node i.
+func orderQueues(ctx context.Context, cl *cluster, name string, orders [][]string) {
+	for i, in := range cl.inspect {
+		for j, id := range orders[i] {
+			in.ZAdd(ctx, "redlock:{"+name+"}:queue", redis.Z{Score: float64(1 + j), Member: id})
+		}
+	}
+}
+
+// heldForWaiters starts five nodes and has a client hold name on every one
+// of them, so that waiters are queued everywhere. Under opts, promises last
+// 1 s, and a waiter not woken retries after 3 s at the earliest: only a
+// notification brings it the lock sooner.
+func heldForWaiters(t *testing.T, fenced bool, name string) (context.Context, *cluster, []redlock.Option, *redlock.Lock) {
+	t.Helper()
+	cl := startCluster(t, 5)
+	opts := []redlock.Option{redlock.WithNodeTimeout(500 * time.Millisecond),
+		redlock.WithRetryDelay(3*time.Second, 4*time.Second), redlock.WithTTL(10 * time.Second)}
+	if !fenced {
+		opts = append(opts, redlock.WithoutFencing())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	h, err := cl.newClient(t, opts...).TryLock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldEverywhere(t, cl, name)
+	return ctx, cl, opts, h
 }

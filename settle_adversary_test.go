@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,13 +14,12 @@ import (
 // Replays from the adversarial review of Unlock returning at the majority
 // (settle.go). Each failed against its first version.
 
-// settling keeps one release per name, and a later Unlock of the same name
-// replaces the entry. An Unlock of a stale handle (its lock expired, and the
-// same client took the name again since) comes after the live lock's Unlock
-// and overwrites the live release still in flight with its own, which never
-// wins and so never sets until: the next attempt does not wait at all, and
-// the counterexample of TestNextAttemptWaitsForItsOwnRelease comes back
-// (ErrLocked on a name nobody holds). Same delays as that test.
+// An Unlock of a stale handle (its lock expired, and the same client took
+// the name again since) comes after the live lock's Unlock. Its release
+// never wins, so it sets no until; when the client kept one release per
+// name, it replaced the live one still in flight, the next attempt did not
+// wait at all, and the counterexample of TestNextAttemptWaitsForItsOwnRelease
+// came back (ErrLocked on a name nobody holds). Same delays as that test.
 func TestStaleUnlockDoesNotHideTheReleaseInFlight(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -34,19 +34,8 @@ func TestStaleUnlockDoesNotHideTheReleaseInFlight(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := startCluster(t, 3)
 			var armed atomic.Bool
-			tr := &redlock.Trace{NodeCall: func(op string, node int) {
-				if !armed.Load() {
-					return
-				}
-				switch {
-				case op == "unlock" && node == 1:
-					time.Sleep(2 * time.Millisecond)
-				case op == "lock" && node == 2:
-					time.Sleep(30 * time.Millisecond)
-				}
-			}}
 			opts := append([]redlock.Option{redlock.WithTTL(300 * time.Millisecond),
-				redlock.WithNodeTimeout(50 * time.Millisecond), redlock.WithTrace(tr)}, tc.opts...)
+				redlock.WithNodeTimeout(50 * time.Millisecond), redlock.WithTrace(lateReleaseTrace(&armed))}, tc.opts...)
 			c := cl.newClient(t, opts...)
 			ctx := context.Background()
 			for i := range 5 {
@@ -56,17 +45,8 @@ func TestStaleUnlockDoesNotHideTheReleaseInFlight(t *testing.T) {
 				}
 				// Let it expire on every node, as a holder stalled past its TTL.
 				<-old.Done()
-				for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-					n := 0
-					for _, in := range cl.inspect {
-						n += int(in.Exists(ctx, "redlock:{stale}").Val())
-					}
-					if n == 0 {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatal("old lock never expired")
-					}
+				if h := cl.holdersOnceReleased(t, "stale"); slices.ContainsFunc(h, func(v string) bool { return v != "" }) {
+					t.Fatalf("old lock never expired: %q", h)
 				}
 				live, err := c.TryLock(ctx, "stale")
 				if err != nil {
@@ -98,13 +78,13 @@ func TestStaleUnlockDoesNotHideTheReleaseInFlight(t *testing.T) {
 	}
 }
 
-// The settle wait spends the caller's ctx, and waits for every straggler
-// even when the nodes that released already make a majority on their own.
-// Five nodes, one release 100 ms late: four nodes are free at once, and an
-// attempt would win there. Before ab68ea2 Unlock waited the grace (20 ms at
-// a 200 ms node timeout) and TryLock with a 15 ms budget then won; now
-// Unlock returns at once and that TryLock spends its budget in the settle
-// wait and fails with DeadlineExceeded, having sent nothing.
+// The settle wait must not spend a caller's short ctx when the nodes that
+// released make a majority on their own. Five nodes, one release 100 ms
+// late: four nodes are free at once, and an attempt wins there. When Unlock
+// waited the grace itself (20 ms at a 200 ms node timeout), a TryLock with a
+// 15 ms budget then won; the first settle wait spent that budget and failed
+// with DeadlineExceeded, having sent nothing. Now a wait that ctx would cut
+// short is not begun.
 func TestSettleWaitLeavesTryLockItsBudget(t *testing.T) {
 	cl := startCluster(t, 5)
 	var armed atomic.Bool

@@ -19,18 +19,8 @@ import (
 func TestNextAttemptWaitsForItsOwnRelease(t *testing.T) {
 	cl := startCluster(t, 3)
 	var armed atomic.Bool
-	tr := &redlock.Trace{NodeCall: func(op string, node int) {
-		if !armed.Load() {
-			return
-		}
-		switch {
-		case op == "unlock" && node == 1:
-			time.Sleep(2 * time.Millisecond)
-		case op == "lock" && node == 2:
-			time.Sleep(30 * time.Millisecond)
-		}
-	}}
-	c := cl.newClient(t, redlock.WithoutFencing(), redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithTrace(tr))
+	c := cl.newClient(t, redlock.WithoutFencing(), redlock.WithNodeTimeout(50*time.Millisecond),
+		redlock.WithTrace(lateReleaseTrace(&armed)))
 	ctx := context.Background()
 	for i := range 10 {
 		l, err := c.TryLock(ctx, "settle")
@@ -50,4 +40,21 @@ func TestNextAttemptWaitsForItsOwnRelease(t *testing.T) {
 			t.Fatalf("cycle %d: second Unlock: %v", i, err)
 		}
 	}
+}
+
+// lateReleaseTrace holds back, while armed, node 1's release by 2 ms and
+// node 2's acquisition by 30 ms: past the grace an attempt gives the last
+// node once another refused, at a 50 ms node timeout.
+func lateReleaseTrace(armed *atomic.Bool) *redlock.Trace {
+	return &redlock.Trace{NodeCall: func(op string, node int) {
+		if !armed.Load() {
+			return
+		}
+		switch {
+		case op == "unlock" && node == 1:
+			time.Sleep(2 * time.Millisecond)
+		case op == "lock" && node == 2:
+			time.Sleep(30 * time.Millisecond)
+		}
+	}}
 }
