@@ -84,7 +84,7 @@ lint:
 	cd bench && $(GO) vet ./...
 
 ## bench: this library against three floors, redsync (defaults and best settings) and bsm/redislock on
-## the same local nodes, 5 runs, medians with ranges; writes docs/benchmarks.md (about 25 minutes).
+## the same local nodes, 5 runs, medians with ranges; writes docs/benchmarks.md (about 15-20 minutes).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 .
 	cd bench && $(GO) run . -out ../docs/benchmarks.md
