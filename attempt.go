@@ -27,16 +27,25 @@ import (
 // returns ErrEmptyName, ErrNameTooLong or ErrBadName, wrapped, not a
 // *QuorumError. Lock and Do check names the same way.
 func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
-	if err := validateName(name); err != nil {
+	if err := c.beforeTry(ctx, name); err != nil {
 		return nil, err
 	}
+	return c.tryLock(ctx, name, "", 0)
+}
+
+// beforeTry is what TryLock does before its attempt: it refuses a bad name
+// or an ended ctx, and learns the fenced client's node identities.
+func (c *Client) beforeTry(ctx context.Context, name string) error {
+	if err := validateName(name); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
-		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+		return &QuorumError{Op: "lock", Name: name, Cause: err}
 	}
 	if c.cfg.fencing {
 		c.learnIdentities()
 	}
-	return c.tryLock(ctx, name, "", 0)
+	return nil
 }
 
 // tryLock makes one attempt. waiter identifies a waiting Lock call in the

@@ -33,14 +33,8 @@ type Naive struct {
 // TryLock is one attempt by the scheme, like (*Client).TryLock.
 func (n Naive) TryLock(ctx context.Context, name string) (*Lock, error) {
 	c := n.Client
-	if err := validateName(name); err != nil {
+	if err := c.beforeTry(ctx, name); err != nil {
 		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
-	}
-	if c.cfg.fencing {
-		c.learnIdentities()
 	}
 	l := c.newLock(name)
 	start := c.cfg.clock.Now()

@@ -75,17 +75,8 @@ func TestMajorityPromiseSurvivesASlowNode(t *testing.T) {
 				cl.newClient(t, append(slices.Clone(opts), redlock.WithTrace(slowW))...),
 				cl.newClient(t, append(slices.Clone(opts), redlock.WithTrace(xAfterW))...),
 				cl.newClient(t, opts...))
-			W, X, Y := ids[0], ids[1], ids[2]
-			orderQueues(ctx, cl, "slow", [][]string{{W, X, Y}, {W, X, Y}, {W, X, Y}, {X, W, Y}, {X, W, Y}})
 			armed.Store(true)
-			if err := h.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			for range 3 {
-				if err := <-errs; err != nil {
-					t.Fatal(err)
-				}
-			}
+			releaseToMajorityOfW(ctx, t, cl, "slow", ids, h, errs)
 			got := []string{"WXY"[<-order:][:1], "WXY"[<-order:][:1], "WXY"[<-order:][:1]}
 			if got[0] != "W" {
 				t.Errorf("order %v: W, promised the lock on nodes 0-2, was not first", got)
@@ -127,17 +118,8 @@ func TestMajorityPromiseSurvivesAStalledNode(t *testing.T) {
 			clients = append(clients, cl.newClient(t, opts...))
 		}
 		ids, order, errs := startWaiters(ctx, t, cl, name, clients...)
-		W, X, Y := ids[0], ids[1], ids[2]
-		orderQueues(ctx, cl, name, [][]string{{W, X, Y}, {W, X, Y}, {W, X, Y}, {X, W, Y}, {X, W, Y}})
 		armed.Store(true)
-		if err := h.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		for range 3 {
-			if err := <-errs; err != nil {
-				t.Fatal(err)
-			}
-		}
+		releaseToMajorityOfW(ctx, t, cl, name, ids, h, errs)
 		if got := <-order; got != 0 {
 			jumped++
 		}
@@ -193,6 +175,25 @@ func heldEverywhere(t *testing.T, cl *cluster, name string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the lock is not held on every node: %v", cl.holders(t, name))
+		}
+	}
+}
+
+// releaseToMajorityOfW puts the waiters ids (W, X, Y) in the order W, X, Y
+// on nodes 0-2 and X, W, Y on nodes 3 and 4, so that the release of h
+// promises the lock to W on a majority; it releases h and waits for every
+// waiter to take the lock and unlock it.
+func releaseToMajorityOfW(ctx context.Context, t *testing.T, cl *cluster, name string, ids []string,
+	h *redlock.Lock, errs <-chan error) {
+	t.Helper()
+	W, X, Y := ids[0], ids[1], ids[2]
+	orderQueues(ctx, cl, name, [][]string{{W, X, Y}, {W, X, Y}, {W, X, Y}, {X, W, Y}, {X, W, Y}})
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 }
