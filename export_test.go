@@ -86,3 +86,7 @@ func SettlingLen(c *Client) int {
 	defer c.settling.mu.Unlock()
 	return len(c.settling.m)
 }
+
+// AcquireScript is the unfenced acquisition script, for tests that drive a
+// node's queue directly.
+var AcquireScript = acquireScript

@@ -52,10 +52,14 @@ local WAITER = ARGV[3]
 var errNoIdentity = fmt.Errorf("%w: the node holds no fencing identity", ErrAmnesia)
 
 // fencedAcquireCall builds round 1 for l.
-func (c *Client) fencedAcquireCall(l *Lock, waiter string, waitedMs int64) *scriptCall {
+func (c *Client) fencedAcquireCall(l *Lock, waiter string, waitedUs int64) *scriptCall {
 	k, nk := l.keyArgs, &c.keys
 	keys := []any{k[0], k[1], highKey(l.key), nk.counter, nk.id, nk.replid, nk.lost, nk.roster, nk.maxTTL, k[2], k[3], k[4]}
-	return newScriptCall(fencedAcquireLua, keys, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedMs)
+	if waiter == "" {
+		// TryLock never queues: the queue's list and arguments are not used.
+		return newScriptCall(fencedAcquireLua, keys[:10], l.valueArg, c.args.ttl, "")
+	}
+	return newScriptCall(fencedAcquireLua, keys, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedUs)
 }
 
 // fencedAcquireOp is round 1 on one node.

@@ -87,6 +87,9 @@ type subscription struct {
 type waiting struct {
 	id   string
 	wake chan wakeReason // holds at most one pending notification
+	// promisedAt is when each node last promised the lock to this waiter,
+	// zero if none has since the waiter gave its promises back; n.mu.
+	promisedAt []time.Time
 }
 
 // subscriptionOf is the subscription a channel of this client belongs to,
@@ -115,12 +118,12 @@ func (n *notifier) subscribed(key string) bool {
 // receives the (coalesced) notifications; call the cancel func when done.
 // listening reports whether a node had confirmed the subscription already:
 // if not, a wakeListening notification follows when one does.
-func (n *notifier) wait(key, id string) (_ <-chan wakeReason, cancel func(), listening bool) {
+func (n *notifier) wait(key, id string) (_ *waiting, cancel func(), listening bool) {
 	w := &waiting{id: id, wake: make(chan wakeReason, 1)}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		return w.wake, func() {}, false
+		return w, func() {}, false
 	}
 	if n.nodes == nil {
 		n.start()
@@ -139,7 +142,7 @@ func (n *notifier) wait(key, id string) (_ <-chan wakeReason, cancel func(), lis
 		sub.linger = nil
 	}
 	sub.waiters = append(sub.waiters, w)
-	return w.wake, func() {
+	return w, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		sub.waiters = slices.DeleteFunc(sub.waiters, func(x *waiting) bool { return x == w })
@@ -158,11 +161,11 @@ func (n *notifier) wait(key, id string) (_ <-chan wakeReason, cancel func(), lis
 	}, sub.listening
 }
 
-// deliver wakes the waiter the lock was promised to, if it is one of this
-// client's; on an empty payload, this client's oldest waiter for the lock.
-// Every node publishes the same release: the first wakes, the rest
-// coalesce.
-func (n *notifier) deliver(channel, promisedTo string) {
+// deliver wakes the waiter the lock was promised to by the node, if it is
+// one of this client's; on an empty payload, this client's oldest waiter
+// for the lock. Every node publishes the same release: the first wakes, the
+// rest coalesce, and a promise is counted for its node (promises).
+func (n *notifier) deliver(node int, channel, promisedTo string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	sub := n.subscriptionOf(channel)
@@ -176,8 +179,33 @@ func (n *notifier) deliver(channel, promisedTo string) {
 			return // promised to another client's waiter
 		}
 		w, reason = sub.waiters[i], wakePromised
+		if w.promisedAt == nil {
+			w.promisedAt = make([]time.Time, len(n.c.nodes))
+		}
+		w.promisedAt[node] = n.c.cfg.clock.Now()
 	}
 	w.notify(reason)
+}
+
+// promises counts the nodes whose promise to w still holds there: younger
+// than the promise's lifetime (promiseFor).
+func (n *notifier) promises(w *waiting) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now, k := n.c.cfg.clock.Now(), 0
+	for _, at := range w.promisedAt {
+		if !at.IsZero() && now.Sub(at) < n.c.promiseLife() {
+			k++
+		}
+	}
+	return k
+}
+
+// forgetPromises drops w's promises once it has given them back (yield).
+func (n *notifier) forgetPromises(w *waiting) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	clear(w.promisedAt)
 }
 
 // notify leaves reason for the waiter. A pending notification is replaced

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	_ "embed"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -30,7 +31,9 @@ func (c *Client) staleWaiter() int64 {
 // promiseFor is how long a released lock is kept for the first waiter:
 // enough for the notification to reach it and its attempt to reach the
 // nodes. If it died meanwhile, the lock is free again after this.
-func (c *Client) promiseFor() int64 { return (2 * c.cfg.nodeTimeout).Milliseconds() + 1 }
+func (c *Client) promiseFor() int64 { return c.promiseLife().Milliseconds() + 1 }
+
+func (c *Client) promiseLife() time.Duration { return 2 * c.cfg.nodeTimeout }
 
 // queueLua is the waiting line as the acquisition scripts see it (the
 // release script keeps its own side): the fair handoff of a contended lock
@@ -61,7 +64,7 @@ func (c *Client) promiseFor() int64 { return (2 * c.cfg.nodeTimeout).Millisecond
 // expire, so they cannot block for long.
 //
 // The script defining them must set NEXT, QUEUE and SEEN (keys) and WAITER
-// (empty for no waiter) first, and pass STALE and WAITED (ms) as ARGV[4]
+// (empty for no waiter) first, and pass STALE (ms) and WAITED (µs) as ARGV[4]
 // and ARGV[5].
 //
 //go:embed lua/queue.lua

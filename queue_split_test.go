@@ -21,6 +21,14 @@ import (
 // waiters differently on five nodes (the first is W1 on nodes 0 and 1, W2
 // on 2 and 3, W3 on 4) and releases the lock: the promised waiters give
 // their promises back (yieldPromise) and one of them takes it at once.
+//
+// "At once" includes the promise gather (gatherPromises): a waiter hears
+// only its own client's promises, so it cannot tell a split from a release
+// still on its way to the other nodes, and waits a tenth of the node
+// timeout (50 ms here) for a majority before the attempt that finds the
+// split (the review measured 54-61 ms to the first holder, 3-10 ms before
+// the gather). A gather that waited for a majority that never comes would
+// cost the promise period (1 s): the bound is 250 ms.
 func TestSplitPromisesAreGivenBack(t *testing.T) {
 	for _, fenced := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fenced=%t", fenced), func(t *testing.T) {
@@ -38,8 +46,8 @@ func TestSplitPromisesAreGivenBack(t *testing.T) {
 			}
 			select {
 			case <-order:
-				if d := time.Since(released); d > 500*time.Millisecond {
-					t.Errorf("the first waiter took the lock %v after the release (promises last 1 s)", d)
+				if d := time.Since(released); d > 250*time.Millisecond {
+					t.Errorf("the first waiter took the lock %v after the release, want within 250 ms (the gather is 50 ms, promises last 1 s)", d)
 				}
 			case err := <-errs:
 				t.Fatal(err)

@@ -63,7 +63,7 @@ func (c *Client) runRound(ctx context.Context, s roundSpec, done func(*tally) bo
 // operation-specific value and, for NodeFailed, the error.
 type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error)
 
-// fanOut starts op on every node at once, each call in its own goroutine and
+// fanOut starts op on every node at once, each call on its own worker and
 // bounded by the node timeout, and returns the channel on which the replies
 // arrive in the order they come (it is buffered for all of them, so nobody
 // has to drain it).
@@ -108,14 +108,14 @@ func (c *Client) fanOut(ctx context.Context, name string, after []chan struct{},
 		hung = c.hungNodes()
 	}
 	for i, node := range c.nodes {
-		go func() {
+		c.workers.run(func() {
 			defer c.bg.Done()
 			rep := c.call(ctx, r, i, node, after, sent, hung != nil && hung[i], op)
 			replies <- rep
 			if then != nil {
 				then(rep)
 			}
-		}()
+		})
 	}
 	return replies, nil
 }

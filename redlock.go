@@ -23,9 +23,10 @@ type Client struct {
 	mu      sync.Mutex
 	closed  bool
 	closing chan struct{}  // closed by Close: background retries stop
-	bg      sync.WaitGroup // every goroutine the client starts for node calls
+	bg      sync.WaitGroup // every node call the client starts (fanOut)
+	workers workers        // the goroutines that run them
 	// stopped is closed once Close has run and every goroutine of the
-	// client has ended (bg and the notifier's).
+	// client has ended (bg, the workers and the notifier's).
 	stopped   chan struct{}
 	closeOnce sync.Once
 
@@ -134,6 +135,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	for i, n := range c.nodes {
 		c.dials[i] = watchDials(n)
 	}
+	c.workers.stop = c.closing
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.notify.c = c
 	c.args = scriptArgs{
@@ -171,6 +173,7 @@ func (c *Client) Close() error {
 		c.stopped = make(chan struct{})
 		go func() {
 			c.bg.Wait()
+			c.workers.wg.Wait()
 			c.notify.wg.Wait()
 			close(c.stopped)
 		}()

@@ -54,7 +54,7 @@ func (n *notifier) start() {
 			for m := range msgs {
 				switch m := m.(type) {
 				case *redis.Message:
-					n.deliver(m.Channel, m.Payload)
+					n.deliver(s.node, m.Channel, m.Payload)
 				case *redis.Subscription:
 					if m.Kind == "subscribe" {
 						n.listen(m.Channel)

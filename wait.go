@@ -47,12 +47,12 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 			c.leaveQueue(key, waiter)
 		}
 	}()
-	var wake <-chan wakeReason
+	var w *waiting // registered for notifications
 	if c.notify.subscribed(key) {
 		// Listen before the first attempt, so that a release right after it
 		// cannot go unheard and no second look is needed.
 		var done func()
-		wake, done, _ = c.notify.wait(key, waiter)
+		w, done, _ = c.notify.wait(key, waiter)
 		defer done()
 	}
 	woken, backoff := false, 0 // after a wake-up: retry with short, growing delays
@@ -70,6 +70,9 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 		c.warnRetrying(qe, attempts, started)
 		if qe.lostToPromises {
 			c.yieldPromise(key, waiter)
+			if w != nil {
+				c.notify.forgetPromises(w)
+			}
 		}
 		delay := c.retryDelay()
 		if qe.Kind == ErrLocked {
@@ -97,10 +100,10 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 				woken = false
 			}
 		}
-		if wake == nil {
+		if w == nil {
 			var done func()
 			var listening bool
-			wake, done, listening = c.notify.wait(key, waiter)
+			w, done, listening = c.notify.wait(key, waiter)
 			defer done()
 			if listening {
 				// Another waiter's subscription, confirmed before this one
@@ -117,14 +120,20 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 			qe.Cause = ctx.Err()
 			return nil, qe
 		case <-t.C:
-		case reason := <-wake:
+		case reason := <-w.wake:
 			t.Stop()
 			switch reason {
 			case wakeListening:
 				continue // one look; later releases will reach us
 			case wakePromised:
+				// The lock is ours to take: at once, when a majority of the
+				// nodes have promised it.
 				woken, backoff = true, 1
-				continue // the lock is ours to take: at once
+				if !c.gatherPromises(ctx, w) {
+					qe.Cause = ctx.Err()
+					return nil, qe
+				}
+				continue
 			}
 			// Nobody was promised the lock: everyone may try. Those that
 			// have waited longer try first.
@@ -132,6 +141,36 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 			if !sleepCtx(ctx, wakeDelay(c.cfg.clock.Now().Sub(started))) {
 				qe.Cause = ctx.Err()
 				return nil, qe
+			}
+		}
+	}
+}
+
+// gatherPromises waits, after a first promise, until a majority of the
+// nodes have promised the lock to w, for a tenth of a node timeout at most.
+// The nodes publish their promises as the releases land on them: an attempt
+// made on the first one met nodes whose release was still on its way, was
+// refused there, and had to be rolled back and made again (2.2 to 2.6
+// attempts per contended acquisition, each a round on every node). A
+// majority may never come (promises split between waiters, a holder that
+// died while unlocking); then the waiter tries anyway, and gives its
+// promises back if they were too few. It reports false if ctx ended first.
+func (c *Client) gatherPromises(ctx context.Context, w *waiting) bool {
+	need := majority(len(c.nodes))
+	if c.notify.promises(w) >= need {
+		return true
+	}
+	t := time.NewTimer(c.cfg.nodeTimeout / 10)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case reason := <-w.wake:
+			if reason != wakePromised || c.notify.promises(w) >= need {
+				return true
 			}
 		}
 	}

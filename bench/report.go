@@ -74,6 +74,7 @@ func (r *report) write(out string) error {
 	}
 	p("## Targets (issue 13)\n\n")
 	r.targets(p)
+	r.bounds(p)
 	p("\n## What each row is\n\n| row | exactly how it is configured |\n|---|---|\n")
 	for _, sp := range r.specs {
 		p("| %s | %s |\n", sp.name, sp.options)
@@ -81,7 +82,9 @@ func (r *report) write(out string) error {
 	p("\nThe physical floor is **%s**: no client can do less work per lock on these nodes. ", nFloorRaw)
 	p("Ratios use **%s** as the reference, as the issue's targets do: it is what a go-redis based client ", nFloorMaj)
 	p("can reach. %s is the bench's floor before issue 13, shown for comparison. ", nFloorAll)
-	p("All floors and peers write and delete the same kind of keys (a random value, %v TTL).\n\n", ttl)
+	p("All floors and peers write and delete the same kind of keys (a random value, %v TTL). ", ttl)
+	p("This library runs its node calls on goroutines it keeps from one call to the next (workers.go); the go-redis ")
+	p("floors and redsync start a goroutine per node call, whose stack grows anew each time.\n\n")
 	r.floors(p)
 	r.loadTables(p)
 	r.faultTable(p)

@@ -8,7 +8,8 @@
 --   KEYS[9] the longest TTL used on this node (read by Repair)
 --   KEYS[10..12] the queue: promise NEXT, QUEUE, SEEN
 --   ARGV[1] value   ARGV[2] TTL in ms   ARGV[3] waiter id (empty: none)
---   ARGV[4] STALE in ms   ARGV[5] WAITED in ms (how long the waiter has waited)
+--   ARGV[4] STALE in ms   ARGV[5] WAITED in us (how long the waiter has waited)
+--   Without a waiter (TryLock) only KEYS[1..10] and ARGV[1..3] are passed.
 --
 -- Returns {status, candidate}: status 1 granted, 0 refused, 2 refused while
 -- the lock is free here but promised to another waiter, -1 the node's
