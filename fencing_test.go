@@ -63,11 +63,24 @@ func (h *faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // can be injected on its links alone.
 func (cl *cluster) actor(t *testing.T, hooks []*faultHook, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
+	on := make(map[int]redis.Hook)
+	for i, h := range hooks {
+		if h != nil {
+			on[i] = h
+		}
+	}
+	return cl.hookedOn(t, on, opts...)
+}
+
+// hookedOn is a lock client with its own wires to the nodes; the wire to
+// node i runs hooks[i].
+func (cl *cluster) hookedOn(t *testing.T, hooks map[int]redis.Hook, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
 	clients := make([]redis.UniversalClient, len(cl.nodes))
 	for i, n := range cl.nodes {
 		rc := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
-		if i < len(hooks) && hooks[i] != nil {
-			rc.AddHook(hooks[i])
+		if h, ok := hooks[i]; ok {
+			rc.AddHook(h)
 		}
 		clients[i] = rc
 	}
