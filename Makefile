@@ -9,9 +9,6 @@ export CGO_ENABLED := 1
 
 # The packages whose tests talk to server processes: the Valkey and FIPS passes run these.
 NODE_PKGS   := . ./fence ./cmd/redlock ./internal/luascript
-# The load test runs in `make test`; without the race detector its heaviest cell (256 cold
-# clients) still fails some attempts on 2 cores (issue 13), so the Valkey and FIPS passes skip it.
-LOAD_TESTS  := '^TestLoadDistinctNames$$'
 # The oldest Go the module declares (go.mod's go line): test-oldest-go builds with it.
 GO_MIN      := $(shell sed -n 's/^go //p' go.mod)
 
@@ -48,12 +45,12 @@ deps-valkey: deps
 ## test-valkey: the packages that talk to nodes, against valkey-server instead of redis-server
 ## (REDLOCK_SERVER_BINARY, read by node.StartProcess). Without -race: `make test` has run it.
 test-valkey: deps-valkey
-	REDLOCK_SERVER_BINARY=valkey-server $(GO) test -count=1 -p 1 -timeout 20m -skip $(LOAD_TESTS) $(NODE_PKGS)
+	REDLOCK_SERVER_BINARY=valkey-server $(GO) test -count=1 -p 1 -timeout 20m $(NODE_PKGS)
 
 ## test-fips: the same packages in FIPS 140-only mode, where any use of a non-approved
 ## algorithm (SHA-1 among them) panics.
 test-fips: deps
-	GODEBUG=fips140=only $(GO) test -count=1 -p 1 -timeout 20m -skip $(LOAD_TESTS) $(NODE_PKGS)
+	GODEBUG=fips140=only $(GO) test -count=1 -p 1 -timeout 20m $(NODE_PKGS)
 
 ## test-oldest-go: build and vet every package with the oldest Go that go.mod declares
 ## (GOTOOLCHAIN fetches it through the module proxy), and run the fence's and scripts' tests.
