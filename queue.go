@@ -23,7 +23,8 @@ func (c *Client) leaveQueue(key, waiter string) {
 
 // staleWaiter is how long after its last attempt a waiter still counts as
 // waiting: the longest a live waiter sleeps, plus an attempt's round trip
-// with slack.
+// with slack. Each waiter's own client sets it (clients sharing a lock may
+// retry at different paces), as the end of its liveness in SEEN.
 func (c *Client) staleWaiter() int64 {
 	return (c.cfg.retryDelayMax + 2*c.cfg.nodeTimeout).Milliseconds() + 1
 }
@@ -40,10 +41,10 @@ func (c *Client) promiseLife() time.Duration { return 2 * c.cfg.nodeTimeout }
 // (docs/design.md).
 //
 // Every attempt of a waiter in Lock (WAITER, stable across its attempts)
-// that a node refuses puts it in that node's queue, and refreshes when it
-// was last seen there. (An attempt granted does not: most locks are free
-// when asked for, and queueing every attempt was a fifth of an uncontended
-// Lock's node time.) Its
+// that a node refuses puts it in that node's queue, and renews until when
+// it counts as live there (SEEN: now plus its own client's STALE). (An
+// attempt granted does not: most locks are free when asked for, and
+// queueing every attempt was a fifth of an uncontended Lock's node time.) Its
 // place is the node's own time at the attempt minus how long the waiter says
 // it has waited already (WAITED, measured on the client's monotonic clock;
 // 0 on its first attempt), the lowest over its attempts: a copy of an
@@ -57,7 +58,7 @@ func (c *Client) promiseLife() time.Duration { return 2 * c.cfg.nodeTimeout }
 // each other may stand in different orders on different nodes: docs/design.md
 // says why that is acceptable, and how the waiters then give back the
 // promises that split (yieldPromise). Unlock takes the holder out,
-// then promises the lock to the first waiter still seen within STALE ms: it
+// then promises the lock to the first waiter that still counts as live: it
 // sets NEXT to that waiter for a short while and publishes its id. While
 // NEXT names someone else, the node refuses every acquisition. Promises
 // only ever refuse more, so they cannot break mutual exclusion; they

@@ -110,7 +110,7 @@ func (c *Client) releaseCall(l *Lock, sure, announce bool) *scriptCall {
 	if announce {
 		flag = 1
 	}
-	return newScriptCall(releaseLua, l.keyArgs, l.valueArg, markerTTL, flag, l.waiter, c.args.staleWaiter, c.args.promiseFor)
+	return newScriptCall(releaseLua, l.keyArgs, l.valueArg, markerTTL, flag, l.waiter, c.args.promiseFor)
 }
 
 // unlockCall is Unlock's release call, built once for all nodes.
@@ -162,16 +162,17 @@ func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool) {
 //	KEYS[3..5] the queue: promise NEXT, QUEUE, SEEN
 //	ARGV[1] value,    ARGV[2] marker TTL in ms, or 0 for no marker
 //	ARGV[3] 1 to announce the release, 0 not to
-//	ARGV[4] the holder's waiter id (empty: none);  ARGV[5] STALE in ms
-//	ARGV[6] how long the promise to the next waiter lasts, in ms
+//	ARGV[4] the holder's waiter id (empty: none)
+//	ARGV[5] how long the promise to the next waiter lasts, in ms
 //
 // Returns 1 if it deleted the lock, 0 if the key held something else. When
 // the value is absent and ARGV[2] is not 0, it leaves the release marker, so
 // a SET of this value still in flight cannot land afterwards.
 //
 // An announced release (Unlock) takes the holder out of the queue and,
-// where the lock is now free, promises it to the first waiter seen within
-// STALE ms, dropping those not seen for longer. It publishes that waiter's
+// where the lock is now free, promises it to the first waiter that still
+// counts as live (SEEN: until when, as the waiter's own client set it when it
+// last joined), dropping those past it. It publishes that waiter's
 // id on "<lock key>:promised:<client id>", the channel of the waiter's
 // client only (a waiter id is "<client id>/<n>"); if nobody waits, it
 // publishes "" on "<lock key>:released", which every waiting client

@@ -19,7 +19,16 @@ local function enqueue()
   local place = us - waited
   local had = redis.call('ZSCORE', QUEUE, WAITER)
   if not had or tonumber(had) > place then redis.call('ZADD', QUEUE, place, WAITER) end
-  redis.call('ZADD', SEEN, math.floor(us / 1000), WAITER)
-  redis.call('PEXPIRE', QUEUE, 4 * stale)
-  redis.call('PEXPIRE', SEEN, 4 * stale)
+  -- SEEN holds when the waiter stops counting as live (ms): its own
+  -- client's STALE decides, not the releaser's, whose retry delay may be
+  -- far shorter than this waiter's sleeps.
+  local ms = math.floor(us / 1000)
+  redis.call('ZADD', SEEN, ms + stale, WAITER)
+  -- The line lives four times as long as its longest-lived waiter, so that
+  -- a joiner with a short STALE does not expire the waiters that sleep
+  -- longer. (PTTL or PEXPIRE GT would need another ACL command, or 7.0.)
+  local last = redis.call('ZRANGE', SEEN, -1, -1, 'WITHSCORES')
+  local life = 4 * (tonumber(last[2]) - ms)
+  redis.call('PEXPIRE', QUEUE, life)
+  redis.call('PEXPIRE', SEEN, life)
 end

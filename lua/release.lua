@@ -20,13 +20,13 @@ if deleted == 0 and v then return 0 end
 if redis.call('EXISTS', QUEUE, NEXT) == 0 then return deleted end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local STALE = tonumber(ARGV[5])
 local next = ''
 for _ = 1, 16 do
   local first = redis.call('ZRANGE', QUEUE, 0, 0)
   if #first == 0 then break end
-  local seen = tonumber(redis.call('ZSCORE', SEEN, first[1]) or '0')
-  if now - seen <= STALE then
+  -- SEEN: until when the waiter counts as live, set by its own client.
+  local live = tonumber(redis.call('ZSCORE', SEEN, first[1]) or '0')
+  if now <= live then
     next = first[1]
     break
   end
@@ -38,7 +38,7 @@ if next == '' then
   redis.pcall('PUBLISH', KEYS[1] .. ':released', '')
   return deleted
 end
-redis.call('SET', NEXT, next, 'PX', ARGV[6])
+redis.call('SET', NEXT, next, 'PX', ARGV[5])
 -- Only the promised waiter needs to wake, and only its client listens on
 -- its own channel: telling every client cost each of them a read per node.
 local client = string.match(next, '^(.*)/')
