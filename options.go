@@ -110,7 +110,9 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor 
 func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
 
 // WithRetryDelay sets the bounds of the random pause between attempts in
-// Lock and Do.
+// Lock and Do. Clients that share a lock may use different bounds: a
+// waiter keeps its place in the lock's queue for max plus two node
+// timeouts after each attempt, as its own client set them.
 func WithRetryDelay(min, max time.Duration) Option {
 	return func(c *config) { c.retryDelayMin, c.retryDelayMax = min, max }
 }
