@@ -2,12 +2,15 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/redis/go-redis/v9"
 )
 
 // Clients that share a lock may retry at different paces: a batch job that
@@ -95,4 +98,126 @@ func TestShortStaleJoinerDoesNotShortenTheQueue(t *testing.T) {
 			t.Errorf("%s counts as live for %d ms more, want about its own %d", w, d, stale)
 		}
 	}
+}
+
+// A waiter that died counts as live no longer than one promise: its own
+// client's liveness can be long (a minute on a 60 s retry delay), and every
+// release in that time promised it the lock for a promise period nobody
+// used, while the live waiters, refused meanwhile, waited out their retry
+// delays (17 acquisitions in 2 s against 1,037 with nobody dead queued).
+// Here a waiter of a client on 60 s retry delays made its last attempt (the
+// real acquisition script, STALE 60201 ms) and died; three clients on the
+// defaults then contend for the lock.
+func TestCrashedSlowWaiterCostsOnePromise(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	holder := cl.newClient(t, redlock.WithTTL(5*time.Second))
+	h, err := holder.TryLock(ctx, "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "redlock:{crash}"
+	keys := []string{key, key + ":released:vdead", key + ":next", key + ":queue", key + ":queue:seen"}
+	for i, n := range cl.clients {
+		if err := n.Eval(ctx, redlock.AcquireScript, keys, "vdead", 5000, "dead/1", 60201, 0).Err(); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acquired, promised := contend(t, cl, "crash", "dead/1", time.Second)
+	t.Logf("%d acquisitions in 1 s; %d releases promised the lock to the dead waiter", acquired, promised)
+	if promised > 1 {
+		t.Errorf("the dead waiter was promised the lock %d times, want at most once", promised)
+	}
+}
+
+// A Lock still waiting when its client closes cannot send its leave (the
+// closed client sends nothing), so its waiter stays queued on every node,
+// as a crashed one does: it too costs one promise at most.
+func TestClosedSlowWaiterCostsOnePromise(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	holder := cl.newClient(t, redlock.WithTTL(5*time.Second))
+	h, err := holder.TryLock(ctx, "closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := cl.newClient(t, redlock.WithTTL(5*time.Second), redlock.WithRetryDelay(20*time.Second, 20*time.Second),
+		redlock.WithNodeTimeout(100*time.Millisecond))
+	done := make(chan error, 1)
+	go func() { _, err := slow.Lock(ctx, "closed"); done <- err }()
+	dead := ""
+	for deadline := time.Now().Add(2 * time.Second); dead == ""; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow waiter never queued")
+		}
+		if q := cl.inspect[0].ZRange(ctx, "redlock:{closed}:queue", 0, -1).Val(); len(q) == 1 {
+			dead = q[0]
+		}
+	}
+	slow.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, redlock.ErrClosed) {
+			t.Fatalf("the waiting Lock returned %v, want ErrClosed", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the waiting Lock still runs 1 s after Close (its retry delay is 20 s)")
+	}
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acquired, promised := contend(t, cl, "closed", dead, time.Second)
+	t.Logf("%d acquisitions in 1 s; %d releases promised the lock to the closed waiter", acquired, promised)
+	if promised > 1 {
+		t.Errorf("the closed waiter was promised the lock %d times, want at most once", promised)
+	}
+}
+
+// contend runs three clients on the default options taking and releasing
+// name for d. It returns how many acquisitions they made, and how many
+// releases on node 0 promised the lock to the waiter dead.
+func contend(t *testing.T, cl *cluster, name, dead string, d time.Duration) (acquired, promised int64) {
+	t.Helper()
+	ctx := context.Background()
+	ps := cl.inspect[0].(*redis.Client).PSubscribe(ctx, "redlock:{"+name+"}:promised:*")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var toDead atomic.Int64
+	listened := make(chan struct{})
+	go func() {
+		defer close(listened)
+		for m := range ps.Channel() {
+			if m.Payload == dead {
+				toDead.Add(1)
+			}
+		}
+	}()
+	c := cl.newClient(t, redlock.WithTTL(5*time.Second))
+	cctx, stop := context.WithTimeout(ctx, d)
+	defer stop()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			for {
+				l, err := c.Lock(cctx, name)
+				if err != nil {
+					return
+				}
+				n.Add(1)
+				time.Sleep(time.Millisecond)
+				l.Unlock(ctx)
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(50 * time.Millisecond) // the last messages
+	ps.Close()
+	<-listened
+	return n.Load(), toDead.Load()
 }

@@ -27,7 +27,8 @@ import (
 // notification (Redis pub/sub, one connection per node shared by the
 // client's waiters); the others sleep on. A waiter that misses its
 // notification retries after a random delay within the configured bounds,
-// and a promise nobody takes expires. Waiters that came at the same moment
+// and a promise nobody takes expires (the waiter it was made to, if it does
+// not try again, loses its place at the next release). Waiters that came at the same moment
 // may be promised the lock on different nodes, so that none can take it;
 // they give their promises back, and try again, the oldest first. TryLock
 // does not queue, and is refused while the lock is promised to a waiter.
@@ -119,6 +120,10 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 			t.Stop()
 			qe.Cause = ctx.Err()
 			return nil, qe
+		case <-c.closing:
+			// Not after a retry delay that may be long: a shutdown waits on us.
+			t.Stop()
+			return nil, ErrClosed
 		case <-t.C:
 		case reason := <-w.wake:
 			t.Stop()

@@ -20,12 +20,12 @@ if deleted == 0 and v then return 0 end
 if redis.call('EXISTS', QUEUE, NEXT) == 0 then return deleted end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local next = ''
+local next, live = '', 0
 for _ = 1, 16 do
   local first = redis.call('ZRANGE', QUEUE, 0, 0)
   if #first == 0 then break end
   -- SEEN: until when the waiter counts as live, set by its own client.
-  local live = tonumber(redis.call('ZSCORE', SEEN, first[1]) or '0')
+  live = tonumber(redis.call('ZSCORE', SEEN, first[1]) or '0')
   if now <= live then
     next = first[1]
     break
@@ -39,6 +39,12 @@ if next == '' then
   return deleted
 end
 redis.call('SET', NEXT, next, 'PX', ARGV[5])
+-- A live waiter takes its promise, or is refused elsewhere and joins again,
+-- which renews its liveness. One that does neither has died or stopped
+-- listening: it counts as live no longer than the promise, so that a dead
+-- waiter on long retry delays costs one promise period, not one a release.
+local promised = now + tonumber(ARGV[5])
+if live > promised then redis.call('ZADD', SEEN, promised, next) end
 -- Only the promised waiter needs to wake, and only its client listens on
 -- its own channel: telling every client cost each of them a read per node.
 local client = string.match(next, '^(.*)/')
