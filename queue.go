@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	_ "embed"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,6 +13,12 @@ import (
 // node, in the background, withdrawing a promise made to it.
 func (c *Client) leaveQueue(key, waiter string) {
 	keys := []string{key, nextKey(key), queueKey(key), seenKey(key)}
+	select {
+	case <-c.closing:
+		c.leaveClosed(keys, waiter)
+		return
+	default:
+	}
 	_, _ = c.fanOut(context.Background(), "leave", nil, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
 		err := leaveLua.Run(ctx, node, keys, waiter).Err()
 		if err != nil {
@@ -19,6 +26,32 @@ func (c *Client) leaveQueue(key, waiter string) {
 		}
 		return NodeGranted, 0, nil
 	}, nil)
+}
+
+// leaveClosed is leaveQueue for a Lock that Close ended: the closed
+// client's fan-out sends nothing, and every waiter left queued would be
+// promised the lock in turn, a promise period each, while nobody can take
+// it. The Lock waits for the leaves a node timeout at most: a call to a
+// node that does not answer (paused, with go-redis clients that ignore
+// deadlines) is abandoned, and ends when the node answers, as Close's are.
+func (c *Client) leaveClosed(keys []string, waiter string) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
+	var wg sync.WaitGroup
+	for _, node := range c.nodes {
+		wg.Go(func() { _ = leaveLua.Run(ctx, node, keys, waiter).Err() })
+	}
+	left := make(chan struct{})
+	go func() {
+		wg.Wait()
+		cancel()
+		close(left)
+	}()
+	t := time.NewTimer(c.cfg.nodeTimeout)
+	defer t.Stop()
+	select {
+	case <-left:
+	case <-t.C:
+	}
 }
 
 // staleWaiter is how long after its last attempt a waiter still counts as

@@ -153,10 +153,8 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 // returns nil.
 //
 // Calls in flight end as soon as their nodes answer, and a Lock (or Do)
-// waiting between attempts returns ErrClosed at once. Its waiter cannot
-// leave the lock's queue then (a closed client sends nothing): it is
-// dropped at the second release after, costing at most one promise period,
-// as a waiter that crashed does. What is still running
+// waiting between attempts returns ErrClosed at once, once its waiter has
+// left the lock's queue (within a node timeout). What is still running
 // when the wait ends is abandoned, not cut short: calls stuck on a node
 // that does not answer (a paused process, with go-redis clients that have no
 // read timeout and ignore deadlines) and the closing of the subscriber
