@@ -2,6 +2,8 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,5 +82,27 @@ func TestCloseIsBoundedWithANodePausedAndNoReadTimeout(t *testing.T) {
 	}
 	if !redlock.WaitAbandoned(c, 10*time.Second) {
 		t.Error("the client's goroutines were still running 10 s after the node resumed")
+	}
+}
+
+// Lock on a client already closed returns ErrClosed at once and sends
+// nothing. It took the first attempt's ErrClosed for an attempt that had
+// reached the nodes, and sent a leave to every node for a waiter that never
+// joined, waiting up to a node timeout for it.
+func TestLockOnAClosedClientSendsNothing(t *testing.T) {
+	cl := startCluster(t, 3)
+	var sent atomic.Int32
+	c := cl.hooked(t, scriptHook(func(context.Context, string) error {
+		sent.Add(1)
+		return nil
+	}), redlock.WithNodeTimeout(time.Second))
+	c.Close()
+	start := time.Now()
+	_, err := c.Lock(context.Background(), "closed")
+	if !errors.Is(err, redlock.ErrClosed) {
+		t.Fatalf("Lock on a closed client: %v, want ErrClosed", err)
+	}
+	if took, n := time.Since(start), sent.Load(); n != 0 || took > 500*time.Millisecond {
+		t.Errorf("Lock on a closed client sent %d commands and took %v", n, took)
 	}
 }

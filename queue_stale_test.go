@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -138,7 +139,7 @@ func TestCrashedSlowWaiterCostsOnePromise(t *testing.T) {
 // A closed client's fan-out sends nothing, so they stayed queued as dead
 // waiters, and each was then promised the lock in turn, a promise period
 // nobody could use (16 such waiters cut three clients to 61 acquisitions in
-// 2 s). Here eight Locks of a client on 20 s retry delays wait.
+// 2 s). Here 64 Locks of a client on 20 s retry delays wait.
 func TestClosingClientsWaitersLeaveTheQueue(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
@@ -148,9 +149,18 @@ func TestClosingClientsWaitersLeaveTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Unlock(ctx)
-	slow := cl.newClient(t, redlock.WithTTL(5*time.Second), redlock.WithRetryDelay(20*time.Second, 20*time.Second),
+	// Its own go-redis clients, closed right after Close, as a process
+	// shutting down does: Close must have waited for the leaves.
+	rcs := make([]redis.UniversalClient, len(cl.nodes))
+	for i, n := range cl.nodes {
+		rcs[i] = redis.NewClient(&redis.Options{Addr: n.Addr()})
+	}
+	slow, err := redlock.New(rcs, redlock.WithTTL(5*time.Second), redlock.WithRetryDelay(20*time.Second, 20*time.Second),
 		redlock.WithNodeTimeout(100*time.Millisecond))
-	const waiters = 8
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 64
 	done := make(chan error, waiters)
 	for range waiters {
 		go func() { _, err := slow.Lock(ctx, "closed"); done <- err }()
@@ -162,6 +172,7 @@ func TestClosingClientsWaitersLeaveTheQueue(t *testing.T) {
 		}
 	}
 	slow.Close()
+	node.CloseClients(rcs)
 	timeout := time.After(time.Second)
 	for range waiters {
 		select {

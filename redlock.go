@@ -24,6 +24,7 @@ type Client struct {
 	closed  bool
 	closing chan struct{}  // closed by Close: background retries stop
 	bg      sync.WaitGroup // every node call the client starts (fanOut)
+	locks   sync.WaitGroup // running Lock calls: Close waits for their leaves
 	workers workers        // the goroutines that run them
 	// stopped is closed once Close has run and every goroutine of the
 	// client has ended (bg, the workers and the notifier's).
@@ -154,7 +155,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 //
 // Calls in flight end as soon as their nodes answer, and a Lock (or Do)
 // waiting between attempts returns ErrClosed at once, once its waiter has
-// left the lock's queue (within a node timeout). What is still running
+// left the lock's queue (within a node timeout); Close waits for those
+// leaves too, so the go-redis clients may be closed once it returns. What
+// is still running
 // when the wait ends is abandoned, not cut short: calls stuck on a node
 // that does not answer (a paused process, with go-redis clients that have no
 // read timeout and ignore deadlines) and the closing of the subscriber
@@ -174,6 +177,7 @@ func (c *Client) Close() error {
 		c.notify.close()
 		c.stopped = make(chan struct{})
 		go func() {
+			c.locks.Wait()
 			c.bg.Wait()
 			c.workers.wg.Wait()
 			c.notify.wg.Wait()

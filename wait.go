@@ -36,6 +36,14 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 	if err := validateName(name); err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	c.locks.Add(1) // before Close can wait: it sets closed under mu first
+	c.mu.Unlock()
+	defer c.locks.Done() // after the leave below
 	if c.cfg.fencing {
 		c.learnIdentities()
 	}
@@ -63,7 +71,7 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 			return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 		}
 		l, err := c.tryLock(ctx, name, waiter, c.cfg.clock.Now().Sub(started))
-		queued = true
+		queued = queued || !errors.Is(err, ErrClosed) // a closed client sent nothing
 		var qe *QuorumError
 		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || final(qe.Kind) {
 			return l, err
