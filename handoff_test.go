@@ -15,6 +15,38 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// queueUp starts a Lock of name on each of waiters, 30 ms apart, each
+// holding the lock for hold once it has it. order waits for them all and
+// says in which order they acquired it (waiter indexes).
+func queueUp(t *testing.T, waiters []*redlock.Client, name string, hold time.Duration) (order func() []int) {
+	var mu sync.Mutex
+	var got []int
+	var wg sync.WaitGroup
+	for i, w := range waiters {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			l, err := w.Lock(ctx, name)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			got = append(got, i)
+			mu.Unlock()
+			time.Sleep(hold)
+			l.Unlock(context.Background())
+		})
+		time.Sleep(30 * time.Millisecond) // waiter i starts before waiter i+1
+	}
+	return func() []int {
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+}
+
 // Waiters get the lock in the order they started waiting, and a client that
 // did not wait (TryLock) cannot take it from under them.
 func TestUnlockHandsTheLockToTheOldestWaiter(t *testing.T) {
@@ -30,23 +62,7 @@ func TestUnlockHandsTheLockToTheOldestWaiter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var mu sync.Mutex
-		var order []int
-		var wg sync.WaitGroup
-		for i, w := range waiters {
-			wg.Go(func() {
-				l, err := w.Lock(ctx, "fifo")
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				order = append(order, i)
-				mu.Unlock()
-				l.Unlock(ctx)
-			})
-			time.Sleep(30 * time.Millisecond) // waiter i starts before waiter i+1
-		}
+		order := queueUp(t, waiters, "fifo", 0)
 		if err := h.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -57,9 +73,8 @@ func TestUnlockHandsTheLockToTheOldestWaiter(t *testing.T) {
 			}
 			t.Errorf("round %d: TryLock right after Unlock with waiters queued: %v, want ErrLocked", round, err)
 		}
-		wg.Wait()
-		if len(order) != 3 || order[0] != 0 || order[1] != 1 || order[2] != 2 {
-			t.Fatalf("round %d: waiters acquired in order %v, want [0 1 2]", round, order)
+		if got := order(); len(got) != 3 || got[0] != 0 || got[1] != 1 || got[2] != 2 {
+			t.Fatalf("round %d: waiters acquired in order %v, want [0 1 2]", round, got)
 		}
 	}
 	// Every waiter left the queue on every node.
