@@ -157,11 +157,10 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 // waiting between attempts returns ErrClosed at once, once its waiter has
 // left the lock's queue (within a node timeout); Close waits for those
 // leaves too, so the go-redis clients may be closed once it returns. What
-// is still running
-// when the wait ends is abandoned, not cut short: calls stuck on a node
-// that does not answer (a paused process, with go-redis clients that have no
-// read timeout and ignore deadlines) and the closing of the subscriber
-// connection to it. Their goroutines end when the node answers or the
+// is still running when the wait ends is abandoned, not cut short: calls
+// stuck on a node that does not answer (a paused process, with go-redis
+// clients that have no read timeout and ignore deadlines) and the closing
+// of the subscriber connection to it. Their goroutines end when the node answers or the
 // connection breaks (closing the go-redis client breaks an established one),
 // and a rollback they were to run is still run then. Releases still being
 // retried against unreachable nodes stop at once, and those keys expire by

@@ -28,9 +28,10 @@ import (
 // client's waiters); the others sleep on. A waiter that misses its
 // notification retries after a random delay within the configured bounds,
 // and a promise nobody takes expires (the waiter it was made to, if it does
-// not try again, loses its place at the next release). Waiters that came at the same moment
-// may be promised the lock on different nodes, so that none can take it;
-// they give their promises back, and try again, the oldest first. TryLock
+// not try again, loses its place at the next release). Waiters that came at
+// the same moment may be promised the lock on different nodes, so that none
+// can take it; they give their promises back, and try again, the oldest
+// first. TryLock
 // does not queue, and is refused while the lock is promised to a waiter.
 func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 	if err := validateName(name); err != nil {
