@@ -10,6 +10,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
 )
 
 func startFakeClockCluster(t *testing.T, n int) *cluster {
@@ -84,11 +85,7 @@ func TestPlacesKeepArrivalOrderWithinAMillisecond(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, w := range []string{"zz/1", "aa/1"} {
-			keys := []string{key, key + ":released:v" + w, key + ":next", key + ":queue", key + ":queue:seen"}
-			// EVAL, not go-redis's Script: its SHA-1 is refused in FIPS-only mode.
-			if err := n.Eval(ctx, redlock.AcquireScript, keys, "v"+w, 60000, w, 1000, 0).Err(); err != nil {
-				t.Fatal(err)
-			}
+			joinQueue(t, n, key, w, 1000)
 		}
 		if first := n.ZRange(ctx, key+":queue", 0, 0).Val(); len(first) != 1 || first[0] != "zz/1" {
 			inverted++
@@ -96,5 +93,17 @@ func TestPlacesKeepArrivalOrderWithinAMillisecond(t *testing.T) {
 	}
 	if inverted > 0 {
 		t.Errorf("the waiter that joined second stood first in %d of 20 queues", inverted)
+	}
+}
+
+// joinQueue runs the unfenced acquisition script on one node as waiter w of
+// a client whose STALE is stale ms, with the lock key held by someone else:
+// w joins the node's queue, as a refused Lock attempt does.
+func joinQueue(t *testing.T, n redis.UniversalClient, key, w string, stale int) {
+	t.Helper()
+	keys := []string{key, key + ":released:v" + w, key + ":next", key + ":queue", key + ":queue:seen"}
+	// EVAL, not go-redis's Script: its SHA-1 is refused in FIPS-only mode.
+	if err := n.Eval(context.Background(), redlock.AcquireScript, keys, "v"+w, 60000, w, stale, 0).Err(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -56,16 +56,8 @@ func TestShortStaleJoinerDoesNotShortenTheQueue(t *testing.T) {
 	if err := n.Set(ctx, key, "holder", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	join := func(w string, stale int) {
-		t.Helper()
-		keys := []string{key, key + ":released:v" + w, key + ":next", key + ":queue", key + ":queue:seen"}
-		// EVAL, not go-redis's Script: its SHA-1 is refused in FIPS-only mode.
-		if err := n.Eval(ctx, redlock.AcquireScript, keys, "v"+w, 60000, w, stale, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	join("slow/1", 3201)
-	join("fast/1", 301)
+	joinQueue(t, n, key, "slow/1", 3201)
+	joinQueue(t, n, key, "fast/1", 301)
 	for _, k := range []string{key + ":queue", key + ":queue:seen"} {
 		if ttl := n.PTTL(ctx, k).Val(); ttl < 12*time.Second {
 			t.Errorf("%s expires in %v after a short-STALE join, want the slow waiter's 12.8 s kept", k, ttl)
@@ -100,12 +92,8 @@ func TestCrashedSlowWaiterCostsOnePromise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := "redlock:{crash}"
-	keys := []string{key, key + ":released:vdead", key + ":next", key + ":queue", key + ":queue:seen"}
-	for i, n := range cl.clients {
-		if err := n.Eval(ctx, redlock.AcquireScript, keys, "vdead", 5000, "dead/1", 60201, 0).Err(); err != nil {
-			t.Fatalf("node %d: %v", i, err)
-		}
+	for _, n := range cl.clients {
+		joinQueue(t, n, "redlock:{crash}", "dead/1", 60201)
 	}
 	if err := h.Unlock(ctx); err != nil {
 		t.Fatal(err)
