@@ -42,9 +42,6 @@ func (c *Client) beforeTry(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return &QuorumError{Op: "lock", Name: name, Cause: err}
 	}
-	if c.cfg.fencing {
-		c.learnIdentities()
-	}
 	return nil
 }
 
@@ -52,16 +49,22 @@ func (c *Client) beforeTry(ctx context.Context, name string) error {
 // lock's queue, and waited is how long it has waited so far (queueLua);
 // TryLock passes "".
 //
-// The fenced client's identities are learnt by the callers (TryLock, Lock),
-// once, before their first attempt.
+// Votes count only from nodes that showed the deployment's identity at
+// the check of the node list (nodelist.go), which the first attempt waits
+// for.
 func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.Duration) (_ *Lock, err error) {
 	if err := c.settling.wait(ctx, name, c.epoch); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+	}
+	list, err := c.attemptList(ctx, name)
+	if err != nil {
+		return nil, err
 	}
 	if tr := c.cfg.trace; tr != nil && tr.AttemptStart != nil {
 		tr.AttemptStart(name)
 	}
 	l := c.newLock(name)
+	l.list = list
 	l.waiter = waiter
 	start := c.cfg.clock.Now()
 	var commit []NodeResult
@@ -183,9 +186,12 @@ func classifyAcquire(t *tally) error {
 }
 
 // acquireOp is the acquisition call on one node.
-func (l *Lock) acquireOp(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+func (l *Lock) acquireOp(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
 	n, err := l.acquire.run(ctx, node).Int64()
 	switch {
+	case err == nil && !l.list.admit(l, i, 0):
+		l.c.checkList(false)
+		return NodeFailed, 0, errNotChecked
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return NodeFailed, 0, fmt.Errorf("%w: %w", ErrWrongType, err)
 	case err != nil:

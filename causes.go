@@ -21,7 +21,7 @@ import (
 // final reports a kind of failure for which Lock gives up at once.
 func final(kind error) bool {
 	switch kind {
-	case ErrWrongType, ErrNotProvisioned, ErrAuth, ErrNoPermission, ErrScript:
+	case ErrWrongType, ErrNotProvisioned, ErrAuth, ErrNoPermission, ErrScript, ErrWrongNodeList:
 		return true
 	}
 	return false

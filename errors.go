@@ -59,6 +59,12 @@ var (
 	// uuids disagree. Tokens are not safe until an operator fixes it.
 	ErrNodeIDConflict = errors.New("redlock: conflicting node ids")
 
+	// ErrWrongNodeList: the client's node list is not the deployment's: a
+	// subset or a superset of it, one server under two addresses, nodes of
+	// two deployments (see NodeListError, which says which nodes). Lock
+	// gives up at once: the list is a configuration error.
+	ErrWrongNodeList = errors.New("redlock: the node list is not the deployment's")
+
 	// ErrWrongType: a node holds a key of another type under the lock's key
 	// name. That is a configuration error (a key-name clash), not contention.
 	ErrWrongType = errors.New("redlock: lock key holds a non-string value")

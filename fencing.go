@@ -36,16 +36,23 @@ var (
 	commitBody string
 
 	fencedAcquireScript = `local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local NONCE, ROSTER = ARGV[1], ARGV[6]
 local NEXT, QUEUE, SEEN = KEYS[10], KEYS[11], KEYS[12]
 local WAITER = ARGV[3]
 ` + identityPrelude + queueLua + fencedAcquireBody
 	commitScript = `local IDKEY, REPLIDKEY, LOSTKEY = KEYS[4], KEYS[5], KEYS[6]
-` + identityPrelude + `if not nodeID() then return -1 end
+local NONCE = ARGV[3]
+` + identityPrelude + `local ID = nodeID()
+if not ID then return {-1, 0} end
 ` + commitBody
 
 	fencedAcquireLua = newScript(fencedAcquireScript)
 	commitLua        = newScript(commitScript)
 )
+
+// errForeignNode is the Err of a node that holds another roster than the
+// one the client checked: another server is behind its address now.
+var errForeignNode = fmt.Errorf("%w: the node holds another deployment's roster (another server behind its address?)", ErrWrongNodeList)
 
 // errNoIdentity is the Err of a node that holds no fencing identity at all:
 // never provisioned, or emptied.
@@ -57,9 +64,9 @@ func (c *Client) fencedAcquireCall(l *Lock, waiter string, waitedUs int64) *scri
 	keys := []any{k[0], k[1], highKey(l.key), nk.counter, nk.id, nk.replid, nk.lost, nk.roster, nk.maxTTL, k[2], k[3], k[4]}
 	if waiter == "" {
 		// TryLock never queues: the queue's list and arguments are not used.
-		return newScriptCall(fencedAcquireLua, keys[:10], l.valueArg, c.args.ttl, "")
+		return newScriptCall(fencedAcquireLua, keys[:10], l.valueArg, c.args.ttl, "", "", "", l.list.roster)
 	}
-	return newScriptCall(fencedAcquireLua, keys, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedUs)
+	return newScriptCall(fencedAcquireLua, keys, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedUs, l.list.roster)
 }
 
 // fencedAcquireOp is round 1 on one node.
@@ -79,6 +86,13 @@ func (l *Lock) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalC
 	case vals[0] == -1:
 		c.noteAmnesia(i)
 		return NodeAmnesiac, 0, ErrAmnesia
+	case vals[0] == -3:
+		return NodeFailed, 0, l.foreign()
+	case vals[1] != 0 && !l.list.admit(l, i, int(vals[1]&255)):
+		// Not the node the check saw behind this address (another id), or
+		// a member another address already counted for.
+		c.checkList(false)
+		return NodeFailed, 0, errNotChecked
 	case vals[0] == 1:
 		c.noteIntact(i)
 		return NodeGranted, vals[1], nil
@@ -94,16 +108,12 @@ func (l *Lock) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalC
 // commit is round 2: raise H to token on a majority. It returns the kind of
 // failure (nil on success) and the per-node results.
 func (l *Lock) commit(ctx context.Context, token int64) (nodes []NodeResult, kind, cause error) {
-	c := l.c
 	call := l.commitCall(token)
 	return l.commitRound(ctx, token, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		h, err := call.run(ctx, node).Int64()
+		h, o, err := l.commitOn(ctx, call, i, node)
 		switch {
-		case err != nil:
-			return NodeFailed, 0, err
-		case h == -1:
-			c.noteAmnesia(i)
-			return NodeAmnesiac, 0, ErrAmnesia
+		case o != NodeGranted:
+			return o, 0, err
 		case h > token:
 			return NodeRefused, h, nil // someone committed a newer token
 		default:
@@ -112,11 +122,44 @@ func (l *Lock) commit(ctx context.Context, token int64) (nodes []NodeResult, kin
 	})
 }
 
+// foreign is the Err of a node that refused l's roster, and starts a new
+// check of the node list. A client whose check found no roster (it ran
+// before the deployment was provisioned) just has not learnt it yet.
+func (l *Lock) foreign() error {
+	l.c.checkList(false)
+	if l.list.roster == "" {
+		return errNotChecked
+	}
+	return errForeignNode
+}
+
+// commitOn runs round 2's call on node i: NodeGranted and the node's H
+// (which the caller compares with the token), or why the node does not
+// count.
+func (l *Lock) commitOn(ctx context.Context, call *scriptCall, i int, node redis.UniversalClient) (int64, Outcome, error) {
+	vals, err := call.run(ctx, node).Int64Slice()
+	switch {
+	case err != nil:
+		return 0, NodeFailed, err
+	case len(vals) != 2:
+		return 0, NodeFailed, fmt.Errorf("redlock: unexpected reply %v", vals)
+	case vals[0] == -1:
+		l.c.noteAmnesia(i)
+		return 0, NodeAmnesiac, ErrAmnesia
+	case vals[0] == -3:
+		return 0, NodeFailed, l.foreign()
+	case !l.list.admit(l, i, int(vals[1])):
+		l.c.checkList(false)
+		return 0, NodeFailed, errNotChecked
+	}
+	return vals[0], NodeGranted, nil
+}
+
 // commitCall is round 2's script call for token.
 func (l *Lock) commitCall(token int64) *scriptCall {
 	nk := &l.c.keys
-	return newScriptCall(commitLua, []any{highKey(l.key), nk.counter, nk.floor, nk.id, nk.replid, nk.lost},
-		token, l.c.args.retention)
+	return newScriptCall(commitLua, []any{highKey(l.key), nk.counter, nk.floor, nk.id, nk.replid, nk.lost, nk.roster},
+		token, l.c.args.retention, l.valueArg, l.list.roster)
 }
 
 // commitRound sends round 2 (op on every node) and tells its outcome: any

@@ -512,7 +512,9 @@ func TestAmnesiacNodeIsExcludedUntilRepaired(t *testing.T) {
 func TestAmnesiacNodeRestoredWithoutRepairBreaksTokens(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
-	id, err := cl.inspect[1].Get(ctx, "redlock:node-id").Result()
+	// The identity keys a naive operator copies back: the id, and the uuid
+	// and roster that the node list check and the scripts look at.
+	identity, err := cl.inspect[1].MGet(ctx, "redlock:node-id", "redlock:node-uuid", "redlock:node-roster").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +529,8 @@ func TestAmnesiacNodeRestoredWithoutRepairBreaksTokens(t *testing.T) {
 	}
 	cl.nodes[1].Kill(ctx)
 	cl.nodes[1].Start(ctx)
-	cl.inspect[1].Set(ctx, "redlock:node-id", id, 0) // no repair
+	cl.inspect[1].MSet(ctx, "redlock:node-id", identity[0], "redlock:node-uuid", identity[1],
+		"redlock:node-roster", identity[2]) // no repair
 	b := cl.actor(t, []*faultHook{cut(), nil, nil}, opts...)
 	lb, err := b.TryLock(ctx, "amnesia")
 	if err != nil {

@@ -36,6 +36,7 @@ var (
 	resetScript string
 
 	nodeStateLua = newScript(`local IDKEY, REPLIDKEY, LOSTKEY = KEYS[3], KEYS[4], KEYS[5]
+local NONCE = ARGV[1]
 ` + identityPrelude + nodeStateScript)
 	claimLua  = newScript(claimScript)
 	rosterLua = newScript(rosterScript)
@@ -49,10 +50,10 @@ type nodeState struct {
 	id           int // -1: none
 	replid       string
 	curReplid    string // the replication id the node serves under now
+	stamp        string // the lost stamp of this episode, as stored; "": none
 	lostAt       int64  // node ms when first found not intact in this episode; 0: never
 	now          int64  // node ms
-	uptime       time.Duration
-	counter      int64 // G
+	counter      int64  // G
 	maxTTL       time.Duration
 	runID        string
 	usedMemory   int64
@@ -72,7 +73,7 @@ func parseNodeState(v []any) (*nodeState, error) {
 	num := func(i int) int64 { n, _ := strconv.ParseInt(str(i), 10, 64); return n }
 	s := &nodeState{
 		uuid: str(0), roster: str(1), id: -1, replid: str(3), curReplid: str(4),
-		now: num(6), uptime: time.Duration(num(7)) * time.Second,
+		now:     num(6),
 		counter: num(8), maxTTL: time.Duration(num(9)) * time.Millisecond, runID: str(10),
 		usedMemory: num(11), maxMemory: num(12),
 	}
@@ -80,16 +81,34 @@ func parseNodeState(v []any) (*nodeState, error) {
 		s.id = id
 	}
 	// A stamp made under another replication id dates an earlier episode.
-	if ms, replid, ok := strings.Cut(str(5), ":"); ok && replid == s.curReplid {
-		s.lostAt, _ = strconv.ParseInt(ms, 10, 64)
+	if ms, ok := stampTime(str(5), s.curReplid); ok {
+		s.stamp, s.lostAt = str(5), ms
 	}
 	return s, nil
+}
+
+// stampTime returns the node time in ms of a lost stamp
+// ('<ms>:<nonce>:<replid>'; '<ms>:<replid>' before stamps had nonces), if it
+// was made under replication id replid.
+func stampTime(stamp, replid string) (int64, bool) {
+	ms, rest, ok := strings.Cut(stamp, ":")
+	if !ok || rest[strings.LastIndexByte(rest, ':')+1:] != replid {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	return n, err == nil && n > 0
 }
 
 // onNodes runs op on every node, each call bounded by the node timeout, and
 // returns the tally once every node answered or timed out.
 func (c *Client) onNodes(ctx context.Context, op nodeOp) (*tally, error) {
-	t, err := c.runRound(ctx, roundSpec{name: "admin", op: op}, nil, nil)
+	return c.onNodesUntil(ctx, op, nil)
+}
+
+// onNodesUntil is onNodes that stops waiting for the silent nodes at the
+// time soon gives, if it gives one (see collect).
+func (c *Client) onNodesUntil(ctx context.Context, op nodeOp, soon func(*tally) (time.Time, bool)) (*tally, error) {
+	t, err := c.runRound(ctx, roundSpec{name: "admin", op: op}, nil, soon)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +117,17 @@ func (c *Client) onNodes(ctx context.Context, op nodeOp) (*tally, error) {
 
 // readStates reads every node's state; a node that did not answer is nil.
 func (c *Client) readStates(ctx context.Context) ([]*nodeState, *tally, error) {
+	return c.readStatesUntil(ctx, nil)
+}
+
+// readStatesUntil is readStates that stops waiting as onNodesUntil does.
+func (c *Client) readStatesUntil(ctx context.Context, soon func(*tally) (time.Time, bool)) ([]*nodeState, *tally, error) {
 	out := make([]*nodeState, len(c.nodes))
 	k := &c.keys
 	keys := []string{k.uuid, k.roster, k.id, k.replid, k.lost, k.counter, k.maxTTL}
-	t, err := c.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		v, err := nodeStateLua.Run(ctx, node, keys).Slice()
+	nonce := newValue()
+	t, err := c.onNodesUntil(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+		v, err := nodeStateLua.Run(ctx, node, keys, nonce).Slice()
 		if err != nil {
 			return NodeFailed, 0, err
 		}
@@ -112,7 +137,7 @@ func (c *Client) readStates(ctx context.Context) ([]*nodeState, *tally, error) {
 		}
 		out[i] = s
 		return NodeGranted, 0, nil
-	})
+	}, soon)
 	if err != nil {
 		return nil, nil, err
 	}

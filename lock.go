@@ -18,7 +18,10 @@ type Lock struct {
 	value   string // random, unique to this acquisition
 	results []NodeResult
 	token   uint64
-	waiter  string // the Lock call's id in the lock's queue, or ""
+	waiter  string    // the Lock call's id in the lock's queue, or ""
+	list    *listView // the node list check its votes count by
+	idsMu   sync.Mutex
+	ids     []int // per node: the id round 1 admitted it with, beyond the check's (listView.admit)
 
 	keyArgs  []any       // key, marker and the queue's keys, boxed for the scripts
 	valueArg any         // value, boxed

@@ -36,7 +36,12 @@ func (n Naive) TryLock(ctx context.Context, name string) (*Lock, error) {
 	if err := c.beforeTry(ctx, name); err != nil {
 		return nil, err
 	}
+	list, err := c.attemptList(ctx, name)
+	if err != nil {
+		return nil, err
+	}
 	l := c.newLock(name)
+	l.list = list
 	start := c.cfg.clock.Now()
 	t, ctxErr := l.roundOne(ctx, 0)
 	if t == nil {
@@ -100,15 +105,7 @@ func (l *Lock) naiveGrant(ctx context.Context, v NaiveVariant, start time.Time, 
 func (l *Lock) commitWithoutAbort(token int64) nodeOp {
 	call := l.commitCall(token)
 	return func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		h, err := call.run(ctx, node).Int64()
-		switch {
-		case err != nil:
-			return NodeFailed, 0, err
-		case h == -1:
-			l.c.noteAmnesia(i)
-			return NodeAmnesiac, 0, ErrAmnesia
-		default:
-			return NodeGranted, h, nil
-		}
+		h, o, err := l.commitOn(ctx, call, i, node)
+		return o, h, err
 	}
 }

@@ -42,7 +42,11 @@ func (c *Client) Provision(ctx context.Context) error {
 			return err
 		}
 	}
-	return c.assignIDs(ctx, states)
+	if err := c.assignIDs(ctx, states); err != nil {
+		return err
+	}
+	c.refreshList(ctx) // the ids and roster the attempts count votes by
+	return nil
 }
 
 // claimRoster claims a uuid on every node that has none, then records the

@@ -39,10 +39,11 @@ type Client struct {
 	dials     []*dialRecord // per node: its last failed dial (causes.go), or nil
 	epoch     time.Time     // the origin of since()
 	keys      nodeKeys      // the per-node fencing keys
-	learned   sync.Once     // learnIdentities has run
+	list      nodeList      // the check of the node list (nodelist.go)
 	knownMu   sync.Mutex
-	known     []string // per node: the uuid this client saw it hold (repair.go)
-	settling  settling // releases still in flight after Unlock returned
+	known     []string   // per node: the uuid this client saw it hold (repair.go)
+	stamps    stampWatch // per node: the lost stamp seen, and since when (repair_delay.go)
+	settling  settling   // releases still in flight after Unlock returned
 
 	notify notifier // release notifications for waiters in Lock
 	// id names the client in its waiters' ids ("<id>/<n>") and in the
@@ -130,6 +131,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		epoch:     time.Now(),
 		keys:      newNodeKeys(cfg.keyPrefix),
 		known:     make([]string, len(nodes)),
+		stamps:    newStampWatch(len(nodes)),
 		id:        uuid.NewString(),
 	}
 	c.dials = make([]*dialRecord, len(nodes))

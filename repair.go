@@ -13,6 +13,9 @@ import (
 // reads the counters of a majority, not every lock name (docs/fencing.md,
 // "Repair").
 
+// errStampChanged ends a repair whose node changed since it was read.
+var errStampChanged = fmt.Errorf("%w: repair superseded", ErrAmnesia)
+
 var (
 	//go:embed lua/swap_uuid.lua
 	swapUUIDScript string
@@ -58,10 +61,18 @@ func RepairWithoutDelay() RepairOption { return func(r *repairConfig) { r.now = 
 //
 //  1. waits out the delayed restart: until the node has been out for the
 //     longest TTL in use (the longest any acquisition recorded on a
-//     majority), it returns a *RepairTooSoonError saying how long to wait;
-//  2. reads the counter G of a majority of intact nodes;
-//  3. in one script on node i: raises its G above them, sets the repair
-//     floor E to that value for the retention, and restores its identity.
+//     majority), it returns a *RepairTooSoonError saying how long to wait.
+//     "Out" runs from the node's lost stamp, written by the first script
+//     that found it not intact, and must have lasted that long both by the
+//     node's clock and by this client's own, since this client first saw
+//     that stamp: a client that has just started, such as `redlock repair`,
+//     waits a full longest TTL whatever the node says;
+//  2. reads the counter G of a majority of intact nodes, in a read that
+//     begins after the delay;
+//  3. in one script on node i, only if the node still holds the stamp it
+//     read (a wipe or another repair since makes it fail, and nothing is
+//     written): raises its G above them, sets the repair floor E to that
+//     value for the retention, and restores its identity.
 //
 // A node that lost its uuid takes back the one uuid of the roster that no
 // node holds; every node must then answer, so that uuid is known to be
@@ -85,6 +96,7 @@ func (c *Client) Repair(ctx context.Context, i int, opts ...RepairOption) error 
 }
 
 func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
+	begun := c.cfg.clock.Now()
 	states, t, err := c.readStates(ctx)
 	if err != nil {
 		return err
@@ -122,8 +134,11 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 		longest = max(longest, s.maxTTL)
 		top = max(top, s.counter)
 	}
-	if wait := c.restartDelay(target, longest); wait > 0 && !rc.now {
+	if wait := c.restartDelay(i, target, begun, longest); wait > 0 && !rc.now {
 		return &RepairTooSoonError{Node: i, Wait: wait}
+	}
+	if target.stamp == "" {
+		return fmt.Errorf("%w: node %d holds no lost stamp to repair from (read-only?)", ErrAmnesia, i)
 	}
 	u, err := c.takeUUID(ctx, i, states, members, rc)
 	if err != nil {
@@ -132,11 +147,14 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 	k := &c.keys
 	ok, err := repairLua.Run(ctx, c.nodes[i],
 		[]string{k.uuid, k.roster, k.id, k.replid, k.lost, k.counter, k.floor, k.maxTTL},
-		u, roster, slices.Index(members, u), top+1, c.args.retention, longest.Milliseconds()).Int()
-	if err != nil {
+		u, roster, slices.Index(members, u), top+1, c.args.retention, longest.Milliseconds(), target.stamp).Int()
+	switch {
+	case err != nil:
 		return fmt.Errorf("redlock: repair node %d: %w", i, err)
-	}
-	if ok != 1 {
+	case ok == 2:
+		return fmt.Errorf("%w: node %d's lost stamp changed during the repair (another client repaired it, "+
+			"or it lost its data again); nothing was written", errStampChanged, i)
+	case ok != 1:
 		return fmt.Errorf("%w: node %d lost its uuid during the repair; try again", ErrNodeIDConflict, i)
 	}
 	c.amnesiac[i].Store(false)
@@ -144,21 +162,8 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 	c.known[i] = u
 	c.knownMu.Unlock()
 	c.log.Info("redlock: node repaired", "node", i, "id", slices.Index(members, u), "counter", top+1)
+	c.refreshList(ctx)
 	return nil
-}
-
-// restartDelay is how much longer node s must stay out: the delay runs from
-// when it was first found not intact (its lost stamp, on its own clock) or,
-// for a node that lost its data in a restart, from the restart.
-func (c *Client) restartDelay(s *nodeState, longest time.Duration) time.Duration {
-	var out time.Duration
-	if s.lostAt > 0 {
-		out = time.Duration(s.now-s.lostAt) * time.Millisecond
-	}
-	if s.id < 0 {
-		out = max(out, s.uptime)
-	}
-	return max(longest-out, 0)
 }
 
 // takeUUID returns the uuid node i is to hold: its own if it still holds a
@@ -234,7 +239,8 @@ func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, membe
 	}
 	k := &c.keys
 	node := c.nodes[i]
-	got, err := swapUUIDLua.Run(ctx, node, []string{k.uuid, k.id}, own, u).Text()
+	keys := []string{k.uuid, k.id, k.lost}
+	got, err := swapUUIDLua.Run(ctx, node, keys, own, u, states[i].stamp).Text()
 	if err != nil {
 		return "", fmt.Errorf("redlock: repair node %d: %w", i, err)
 	}
@@ -250,7 +256,7 @@ func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, membe
 	if err != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.nodeTimeout)
 		defer cancel()
-		_ = swapUUIDLua.Run(ctx, node, []string{k.uuid, k.id}, u, "").Err()
+		_ = swapUUIDLua.Run(ctx, node, keys, u, "", states[i].stamp).Err()
 		return "", err
 	}
 	return u, nil

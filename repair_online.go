@@ -14,26 +14,9 @@ import (
 // may pick one then.
 var errNotAdoptable = fmt.Errorf("%w: this client never saw the node's identity; run Repair", ErrAmnesia)
 
-// learnIdentities records, in the background, the uuid each intact node
-// holds, once per client (and again at every repair's read): what an
-// online repair may give back to a node that lost its data.
-func (c *Client) learnIdentities() {
-	c.learned.Do(func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.closed {
-			return
-		}
-		c.bg.Go(func() {
-			ctx, cancel := context.WithTimeout(c.life, max(10*c.cfg.nodeTimeout, time.Second))
-			defer cancel()
-			if states, _, err := c.readStates(ctx); err == nil {
-				c.remember(states)
-			}
-		})
-	})
-}
-
+// remember records the uuid each intact node holds (at every check of the
+// node list, and at every repair's read): what an online repair may give
+// back to a node that lost its data.
 func (c *Client) remember(states []*nodeState) {
 	c.knownMu.Lock()
 	defer c.knownMu.Unlock()

@@ -45,9 +45,6 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 	c.locks.Add(1) // before Close can wait: it sets closed under mu first
 	c.mu.Unlock()
 	defer c.locks.Done() // after the leave below
-	if c.cfg.fencing {
-		c.learnIdentities()
-	}
 	started := c.cfg.clock.Now()
 	key := c.lockKey(name)
 	waiter := c.id + "/" + strconv.FormatUint(c.waiters.Add(1), 10)

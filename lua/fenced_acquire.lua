@@ -9,12 +9,17 @@
 --   KEYS[10..12] the queue: promise NEXT, QUEUE, SEEN
 --   ARGV[1] value   ARGV[2] TTL in ms   ARGV[3] waiter id (empty: none)
 --   ARGV[4] STALE in ms   ARGV[5] WAITED in us (how long the waiter has waited)
---   Without a waiter (TryLock) only KEYS[1..10] and ARGV[1..3] are passed.
+--   ARGV[6] the deployment's roster, as the client found it at its check of
+--           the node list (ROSTER)
+--   Without a waiter (TryLock) only KEYS[1..10] are passed, and ARGV[4..5]
+--   are not read.
 --
 -- Returns {status, candidate}: status 1 granted, 0 refused, 2 refused while
 -- the lock is free here but promised to another waiter, -1 the node's
 -- fencing state is not intact (see the identity prelude), -2 the node holds
--- no identity at all (never provisioned, or emptied). The candidate is
+-- no identity at all (never provisioned, or emptied), -3 the node holds
+-- another roster than the client's: it is not the deployment's node that
+-- the client checked, and nothing is written. The candidate is
 -- c*256 + id with c = INCR G, raised above H's counter where H is still
 -- there (round 2 keeps G above every H it commits, so that is a safety net).
 local id = nodeID()
@@ -22,6 +27,7 @@ if not id then
   if redis.call('EXISTS', ROSTERKEY) == 0 then return {-2, 0} end
   return {-1, 0}
 end
+if redis.call('GET', ROSTERKEY) ~= ROSTER then return {-3, 0} end
 -- Neither released here nor promised to anyone is the common case: one
 -- call tells it, and the SET alone decides.
 local blocked = redis.call('EXISTS', KEYS[2], NEXT) ~= 0

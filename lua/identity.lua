@@ -6,10 +6,13 @@
 -- master, serves under a new replication id and may lack the last writes
 -- (replication and AOF everysec are asynchronous). Either way its counters
 -- cannot be trusted until Repair raises them. The first time it is found so,
--- the node stamps LOST with its own time and its replication id, which
--- starts the delayed restart that Repair waits out.
+-- the node stamps LOST with '<its own time in ms>:<nonce>:<replication id>',
+-- which starts the delayed restart that Repair waits out. The nonce (the
+-- caller's random lock value, or a reader's fresh one) makes every episode's
+-- stamp unique: a wipe removes the stamp, the next script stamps anew, and a
+-- repair that read the old stamp no longer finds it (repair.lua).
 --
--- The script defining it sets IDKEY, REPLIDKEY and LOSTKEY first.
+-- The script defining it sets IDKEY, REPLIDKEY, LOSTKEY and NONCE first.
 local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -35,7 +38,7 @@ local function nodeID()
   local stamp = redis.call('GET', LOSTKEY)
   if not stamp or string.sub(stamp, -string.len(replid) - 1) ~= ':' .. replid then
     -- pcall: a read-only replica (doctor reads one) cannot be stamped.
-    redis.pcall('SET', LOSTKEY, nowMs() .. ':' .. replid)
+    redis.pcall('SET', LOSTKEY, nowMs() .. ':' .. NONCE .. ':' .. replid)
   end
   return nil
 end

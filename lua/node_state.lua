@@ -6,9 +6,10 @@
 --   KEYS[1] uuid   KEYS[2] roster   KEYS[3] id marker
 --   KEYS[4] recorded replication id   KEYS[5] lost stamp
 --   KEYS[6] G   KEYS[7] longest TTL used
+--   ARGV[1] a fresh nonce, for the stamp (identity prelude)
 --
 -- Returns, as strings ('' for none): uuid, roster, id, recorded
--- replication id, current replication id, lost stamp ('<node ms>:<replid>'), node time
+-- replication id, current replication id, lost stamp ('<node ms>:<nonce>:<replid>'), node time
 -- (ms), uptime (s), G, longest TTL (ms), run id, used memory, maxmemory.
 nodeID()
 local function get(k) return redis.call('GET', k) or '' end

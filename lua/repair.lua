@@ -8,13 +8,22 @@
 --   ARGV[1] uuid   ARGV[2] roster   ARGV[3] id
 --   ARGV[4] g, one above the highest G read from a majority
 --   ARGV[5] R in ms   ARGV[6] longest TTL in ms
+--   ARGV[7] the lost stamp the repairer read, and waited out
 --
 -- E = g for R: a name whose H is missing here (expired, or lost with the
 -- data) counts as committed up to g*256, so a round 2 carrying a smaller
 -- token aborts (docs/fencing.md, the repair trap).
 --
--- Returns 1, or 0 if the node no longer holds the uuid (it lost its data
--- again, or another repairer took it back).
+-- The repair is a transition from the state the repairer read: it applies
+-- only while the node holds the stamp the repairer waited out. A wipe since
+-- (the stamp goes with the data, and the next script stamps anew) or a
+-- repair completed since (it removed the stamp) makes it fail, so a
+-- repairer paused between its read and this write cannot readmit the node
+-- with the counters it read before.
+--
+-- Returns 1; 0 if the node no longer holds the uuid (it lost its data
+-- again, or another repairer took it back); 2 if its stamp changed.
+if redis.call('GET', KEYS[5]) ~= ARGV[7] then return 2 end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 local id = redis.call('GET', KEYS[3])
 if id and id ~= ARGV[3] then

@@ -1,0 +1,306 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The node list is part of the deployment's identity (docs/fencing.md,
+// "The node list"). Before its first attempt counts any vote, a client
+// reads every node (the fencing identity, which it needs anyway, or the
+// server's run_id without fencing) and checks that its list is the
+// deployment's: no server listed twice and, with fencing, one roster, as
+// many nodes as the roster has members, and no member held by two nodes. A
+// list that fails gets a *NodeListError on every attempt, which names the
+// nodes and what to fix.
+//
+// A node counts only with the identity it showed at the check: each fenced
+// acquisition sends the roster, a node holding another refuses without
+// touching anything, and a node answering with an id other than the one it
+// showed (another server now behind its address) is not counted. A node
+// that did not answer the check, or was not intact then, does not count
+// until a new check, which its first reply starts in the background.
+
+// NodeListError says why a client's node list is not the deployment's.
+// It matches ErrWrongNodeList.
+type NodeListError struct {
+	Problems []string // one sentence each: which nodes, and what to fix
+}
+
+func (e *NodeListError) Error() string {
+	return "redlock: wrong node list: " + strings.Join(e.Problems, "; ")
+}
+
+func (e *NodeListError) Unwrap() error { return ErrWrongNodeList }
+
+// listView is what one check found.
+type listView struct {
+	err    error  // a *NodeListError, or nil
+	roster any    // fenced: the deployment's roster, boxed for the scripts; "" if none
+	ids    []int  // fenced: per node, the id it showed while intact; -1 none
+	seen   []bool // per node: it answered the check
+}
+
+// admit reports whether node i's vote counts in attempt l (in round 1 or
+// the commit), given
+// the fencing id it answered with (fenced; ignored without fencing). A
+// fenced reply passed the roster check on the node. Its id must be the one
+// the check saw there or, for a node the check did not see intact (down,
+// or being repaired then), one no other node holds: an attempt counts each
+// member of the deployment once, however many addresses lead to it.
+func (v *listView) admit(l *Lock, i int, id int) bool {
+	if !l.c.cfg.fencing {
+		// Without fencing a node shows no identity in its replies: one
+		// silent at the check counts, and the check its reply starts
+		// catches a server listed twice.
+		if !v.seen[i] {
+			l.c.checkList(false)
+		}
+		return true
+	}
+	if v.ids[i] >= 0 {
+		return v.ids[i] == id
+	}
+	if slices.Contains(v.ids, id) {
+		return false
+	}
+	l.idsMu.Lock()
+	defer l.idsMu.Unlock()
+	if l.ids == nil {
+		l.ids = make([]int, len(v.ids))
+		for j := range l.ids {
+			l.ids[j] = -1
+		}
+	}
+	if l.ids[i] >= 0 || slices.Contains(l.ids, id) {
+		return l.ids[i] == id
+	}
+	l.ids[i] = id
+	l.c.checkList(false) // to learn it
+	return true
+}
+
+
+// nodeList holds the last check and runs the next.
+type nodeList struct {
+	view    atomic.Pointer[listView]
+	mu      sync.Mutex
+	running chan struct{} // closed when the check under way ends; nil: none
+	last    time.Time     // when the last check began
+}
+
+// errNotChecked is the Err of a node whose vote does not count until the
+// next check of the node list (see nodeList).
+var errNotChecked = errors.New("redlock: node not counted: it did not show its identity at the node list check (a new check is under way)")
+
+// checkedList returns the view this client's attempts count votes by,
+// waiting for the first check if none ended yet.
+func (c *Client) checkedList(ctx context.Context) (*listView, error) {
+	if v := c.list.view.Load(); v != nil {
+		return v, nil
+	}
+	running := c.checkList(true)
+	select {
+	case <-running:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if v := c.list.view.Load(); v != nil {
+		return v, nil
+	}
+	return nil, ErrClosed
+}
+
+// attemptList is checkedList for an attempt on name: it fails as the
+// attempt would, with a *QuorumError.
+func (c *Client) attemptList(ctx context.Context, name string) (*listView, error) {
+	list, err := c.checkedList(ctx)
+	if err != nil {
+		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+	}
+	if list.err != nil {
+		return nil, &QuorumError{Op: "lock", Name: name, Kind: ErrWrongNodeList, Cause: list.err}
+	}
+	return list, nil
+}
+
+// refreshList runs a check of the node list that begins after it is
+// called, and waits for it: after Provision and Repair, which change what
+// the nodes show.
+func (c *Client) refreshList(ctx context.Context) {
+	since := time.Now()
+	for range 2 {
+		running := c.checkList(true)
+		select {
+		case <-running:
+		case <-ctx.Done():
+			return
+		}
+		c.list.mu.Lock()
+		fresh := !c.list.last.Before(since)
+		c.list.mu.Unlock()
+		if fresh {
+			return
+		}
+	}
+}
+
+// recheckEvery bounds how often replies start a new check.
+const recheckEvery = 100 * time.Millisecond
+
+// checkList starts a check of the node list in the background unless one
+// runs, or (unless now) one began less than recheckEvery ago, and returns a
+// channel closed when the check under way ends (nil if none started).
+func (c *Client) checkList(now bool) <-chan struct{} {
+	c.list.mu.Lock()
+	defer c.list.mu.Unlock()
+	if c.list.running != nil {
+		return c.list.running
+	}
+	if !now && time.Since(c.list.last) < recheckEvery {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	done := make(chan struct{})
+	if c.closed {
+		close(done)
+		return done
+	}
+	c.list.running, c.list.last = done, time.Now()
+	c.bg.Go(func() {
+		ctx, cancel := context.WithTimeout(c.life, max(10*c.cfg.nodeTimeout, time.Second))
+		defer cancel()
+		if v := c.readList(ctx); v != nil {
+			c.list.view.Store(v)
+		}
+		c.list.mu.Lock()
+		c.list.running = nil
+		c.list.mu.Unlock()
+		close(done)
+	})
+	return done
+}
+
+// readList reads every node and judges the list; nil if the client closed.
+func (c *Client) readList(ctx context.Context) *listView {
+	// The first attempt waits for the check: it waits a node timeout at
+	// most, as an attempt does for a silent minority. A node silent
+	// then is checked at its first reply (see listView.admit).
+	end := time.Now().Add(c.cfg.nodeTimeout)
+	soon := func(*tally) (time.Time, bool) { return end, true }
+	if c.cfg.fencing {
+		states, _, err := c.readStatesUntil(ctx, soon)
+		if err != nil {
+			return nil
+		}
+		c.remember(states)
+		return judgeList(states, len(c.nodes))
+	}
+	states := make([]*nodeState, len(c.nodes))
+	out := make([]string, len(c.nodes))
+	t, err := c.onNodesUntil(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+		info, err := node.Info(ctx, "server").Result()
+		out[i] = infoField(info, "run_id")
+		return outcomeOf(err)
+	}, soon)
+	if err != nil {
+		return nil
+	}
+	for i, r := range t.results {
+		if r.Outcome == NodeGranted {
+			states[i] = &nodeState{runID: out[i], id: -1}
+		}
+	}
+	return judgeList(states, len(c.nodes))
+}
+
+// judgeList checks what the nodes that answered hold (nil: no answer).
+func judgeList(states []*nodeState, n int) *listView {
+	v := &listView{roster: "", ids: make([]int, n), seen: make([]bool, n)}
+	var problems []string
+	servers := map[string][]int{}
+	rosters := map[string][]int{}
+	for i, s := range states {
+		v.ids[i] = -1
+		if s == nil {
+			continue
+		}
+		v.seen[i] = true
+		if s.runID != "" {
+			servers[s.runID] = append(servers[s.runID], i)
+		}
+		if s.roster != "" {
+			rosters[s.roster] = append(rosters[s.roster], i)
+		}
+	}
+	for id, nodes := range servers {
+		if len(nodes) > 1 {
+			problems = append(problems, fmt.Sprintf("%s are one server (run_id %.12s): list each server once",
+				nodeNames(nodes), id))
+		}
+	}
+	switch len(rosters) {
+	case 0: // not provisioned, or every node that answered lost its data: the attempts say which
+	case 1:
+		for r := range rosters {
+			v.roster = r
+		}
+		if k := strings.Count(v.roster.(string), ",") + 1; k != n {
+			problems = append(problems, fmt.Sprintf("the deployment has %d nodes (its roster), the list %d: "+
+				"list every node of the deployment, once", k, n))
+		}
+	default:
+		var groups []string
+		for _, nodes := range rosters {
+			groups = append(groups, nodeNames(nodes))
+		}
+		slices.Sort(groups)
+		problems = append(problems, fmt.Sprintf("the list mixes deployments: %s each hold another roster; "+
+			"list the nodes of one deployment", strings.Join(groups, " and ")))
+	}
+	holder := map[int]int{}
+	for i, s := range states {
+		if s == nil || !s.intact() || s.roster != v.roster {
+			continue
+		}
+		if j, dup := holder[s.id]; dup {
+			problems = append(problems, fmt.Sprintf("nodes %d and %d both hold fencing id %d (one restored from "+
+				"the other's data?): each member of the deployment must be listed once", j, i, s.id))
+			continue
+		}
+		holder[s.id] = i
+		v.ids[i] = s.id
+	}
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		v.err = &NodeListError{Problems: problems}
+	}
+	return v
+}
+
+func nodeNames(nodes []int) string {
+	s := make([]string, len(nodes))
+	for k, i := range nodes {
+		s[k] = fmt.Sprint(i)
+	}
+	return "nodes " + strings.Join(s, ", ")
+}
+
+// infoField returns field's value in an INFO reply.
+func infoField(info, field string) string {
+	_, v, ok := strings.Cut(info, "\n"+field+":")
+	if !ok {
+		return ""
+	}
+	v, _, _ = strings.Cut(v, "\n")
+	return strings.TrimSpace(v)
+}
