@@ -88,7 +88,6 @@ func (v *listView) admit(l *Lock, i int, id int) bool {
 	return true
 }
 
-
 // nodeList holds the last check and runs the next.
 type nodeList struct {
 	view    atomic.Pointer[listView]
