@@ -230,7 +230,7 @@ func definite(o Outcome) bool { return o == NodeGranted || o == NodeRefused }
 func (l *Lock) acquired(results []NodeResult, until time.Time) {
 	l.results = results
 	l.until = until
-	l.timer = l.c.cfg.clock.AfterFunc(until.Sub(l.c.cfg.clock.Now()), l.closeDone)
+	l.timer = l.c.cfg.clock.AfterFunc(l.doneIn(until), l.closeDone)
 	l.success = true
 	close(l.verdict)
 }

@@ -16,8 +16,8 @@ import (
 // (context.Cause): fn must stop touching the protected resource then. That
 // happens as soon as an extension fails and the validity left would not
 // last until the next try, or the lock is definitely gone, and at the
-// latest when the validity ends (Until), even while an extension is still
-// waiting for the nodes. Do returns fn's error joined with Unlock's, so
+// latest when Done closes, a margin before the validity ends (Until; see
+// Done), even while an extension is still waiting for the nodes. Do returns fn's error joined with Unlock's, so
 // errors.Is(err, ErrExpired) tells the caller the critical section may
 // have overlapped another holder. fn's context is cancelled as soon as fn
 // returns, before the release, so work fn left running on it stops while

@@ -78,7 +78,7 @@ func (l *Lock) moveDeadline(until time.Time) bool {
 		return false // the old deadline fired, or is firing: Done is closed
 	}
 	l.until = until
-	l.timer = l.c.cfg.clock.AfterFunc(until.Sub(l.c.cfg.clock.Now()), l.closeDone)
+	l.timer = l.c.cfg.clock.AfterFunc(l.doneIn(until), l.closeDone)
 	return true
 }
 

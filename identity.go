@@ -188,13 +188,17 @@ func outcomeOf(err error) (Outcome, int64, error) {
 
 // NodeIDs returns each node's fencing id, -1 for a node whose fencing state
 // is not intact (not provisioned, emptied, restarted or promoted). Every
-// node must answer.
+// node must answer. It fails with a *NodeListError if the client's node list
+// is not the deployment's.
 func (c *Client) NodeIDs(ctx context.Context) ([]int, error) {
 	ctx, cancel := c.adminContext(ctx)
 	defer cancel()
 	states, err := c.readAllStates(ctx, "read node ids")
 	if err != nil {
 		return nil, err
+	}
+	if v := judgeList(states, len(c.nodes)); v.err != nil {
+		return nil, v.err
 	}
 	ids := make([]int, len(states))
 	for i, s := range states {

@@ -112,7 +112,18 @@ func (l *Lock) Until() time.Time {
 // Done returns a channel that is closed when the lock's validity ends
 // without a successful Extend, or when the lock is unlocked. Once closed,
 // the lock cannot be extended.
+//
+// It closes a margin before Until: 1% of the TTL, and at least 5 ms. Timers
+// fire late, by about a millisecond on a loaded machine and more under
+// stress, and code that stops on Done (Do's function, whose context it
+// cancels, and `redlock exec`'s command, which it signals) must have
+// stopped before the validity ends, not just begun to.
 func (l *Lock) Done() <-chan struct{} { return l.done }
+
+// doneIn is how long from now Done closes for a validity ending at until.
+func (l *Lock) doneIn(until time.Time) time.Duration {
+	return until.Sub(l.c.cfg.clock.Now()) - l.c.cfg.stopMargin()
+}
 
 func (l *Lock) remaining() time.Duration {
 	return l.Until().Sub(l.c.cfg.clock.Now())

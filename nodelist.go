@@ -176,10 +176,12 @@ func (c *Client) checkList(now bool) <-chan struct{} {
 	}
 	c.list.running, c.list.last = done, time.Now()
 	c.bg.Go(func() {
-		ctx, cancel := context.WithTimeout(c.life, max(10*c.cfg.nodeTimeout, time.Second))
+		ctx, cancel := context.WithTimeout(c.life, c.cfg.patience()+c.cfg.nodeTimeout)
 		defer cancel()
 		if v := c.readList(ctx); v != nil {
 			c.list.view.Store(v)
+		} else if c.list.view.Load() == nil && c.life.Err() == nil {
+			c.list.view.Store(judgeList(make([]*nodeState, len(c.nodes)), len(c.nodes))) // nobody answered
 		}
 		c.list.mu.Lock()
 		c.list.running = nil
@@ -189,13 +191,23 @@ func (c *Client) checkList(now bool) <-chan struct{} {
 	return done
 }
 
-// readList reads every node and judges the list; nil if the client closed.
+// readList reads every node and judges the list; nil if the client closed
+// or ctx ended first.
 func (c *Client) readList(ctx context.Context) *listView {
-	// The first attempt waits for the check: it waits a node timeout at
-	// most, as an attempt does for a silent minority. A node silent
-	// then is checked at its first reply (see listView.admit).
+	// The first attempt waits for the check, so the check waits no longer
+	// than it must: a grace once a majority answered; a node timeout once
+	// any node did (a majority paused, say: the attempt then waits for
+	// them itself, and should not wait twice); and, while no node has
+	// answered, up to the round's patience (a saturated machine answers
+	// late, and a check that saw nobody would fail the attempts after it).
+	// A node silent then is checked at its first reply (listView.admit).
 	end := time.Now().Add(c.cfg.nodeTimeout)
-	soon := func(*tally) (time.Time, bool) { return end, true }
+	soon := func(t *tally) (time.Time, bool) {
+		if t.answered >= t.majority {
+			return t.lastReply.Add(c.grace(t)), true
+		}
+		return end, t.answered > 0
+	}
 	if c.cfg.fencing {
 		states, _, err := c.readStatesUntil(ctx, soon)
 		if err != nil {

@@ -46,6 +46,7 @@ type RepairOption func(*repairConfig)
 
 type repairConfig struct {
 	now    bool
+	adopt  bool
 	online bool // a client's own background repair (repairOnline)
 }
 
@@ -54,6 +55,15 @@ type repairConfig struct {
 // never used, or a deployment whose clients are all stopped for at least the
 // longest TTL.
 func RepairWithoutDelay() RepairOption { return func(r *repairConfig) { r.now = true } }
+
+// RepairAdopting lets Repair give a node that holds no member of the
+// deployment's roster (emptied, or a new server) the one member no node
+// holds: the operator vouches that the node stands for that member, and that
+// the server which held it will never serve again. Without it, Repair
+// gives a node back only the member this client saw it hold: a list with a
+// stranger in a member's place must not graft the stranger in
+// (docs/operations.md, "Replacing a node").
+func RepairAdopting() RepairOption { return func(r *repairConfig) { r.adopt = true } }
 
 // Repair brings node i back after its fencing state stopped being intact: it
 // lost its data, or it serves under a new replication id (restarted, or a
@@ -106,11 +116,11 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 	if target == nil {
 		return &QuorumError{Op: "repair", Kind: ErrUnavailable, Nodes: t.snapshot()}
 	}
+	if v := judgeList(states, len(c.nodes)); v.err != nil {
+		return v.err // a repair over a wrong list would graft a stranger in
+	}
 	if target.intact() {
 		return nil
-	}
-	if err := distinctServers(states); err != nil {
-		return err
 	}
 	var intact []*nodeState
 	for j, s := range states {
@@ -172,11 +182,11 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 // holds, giving it back if one does. Every node must answer for an orphan to
 // be known.
 //
-// Which orphan: an online repair takes only the uuid this client saw node i
-// hold (learnIdentities): a client whose node list differs from the
-// deployment's (a node being replaced, say) must not hand a live node's
-// uuid, and so its id, to a stranger. An operator's Repair, vouching for the
-// node list, takes the orphan of node i's rank, by run id, among the
+// Which orphan: the uuid this client saw node i hold (remember), so that a
+// client whose node list differs from the deployment's (a stranger in a
+// member's place) cannot hand a live node's uuid, and so its id, to the
+// stranger. Only an operator's Repair with RepairAdopting, vouching for the
+// node, takes another: the orphan of node i's rank, by run id, among the
 // emptied nodes, so that repairers that read the same states agree.
 func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, members []string, rc repairConfig) (string, error) {
 	own := states[i].uuid
@@ -218,11 +228,10 @@ func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, membe
 		}
 	}
 	var u string
-	if rc.online {
-		u = c.knownUUID(i)
-		if !slices.Contains(orphans, u) {
-			return "", errNotAdoptable
-		}
+	if known := c.knownUUID(i); slices.Contains(orphans, known) {
+		u = known
+	} else if !rc.adopt {
+		return "", errNotAdoptable
 	} else {
 		var out []*nodeState
 		for j, s := range states {

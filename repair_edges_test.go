@@ -301,7 +301,8 @@ func TestARestartedNodeWaitsAWholeTTLNotAWholeSecond(t *testing.T) {
 // The pause must come before the claim, not before the repair script: R1
 // paused after its claim loses it to the second wipe, and repair.lua, which
 // checks the uuid it claimed, returns 0 ("lost its uuid during the
-// repair"). Both repairs use RepairWithoutDelay: no lock is held when
+// repair"). Both repairs are an operator's, of a node that holds no
+// identity, so they vouch for it (RepairAdopting). Both use RepairWithoutDelay: no lock is held when
 // either writes, and the delay is not the subject here (a stale write is
 // stale however long it waited). Once every repair write is conditional on
 // the loss stamp it read, R1's write fails (wipe 2 removed that stamp, and
@@ -337,7 +338,7 @@ func TestAStaleRepairDoesNotReadmitANodeWipedAgain(t *testing.T) {
 		}})}
 	r1 := newOn(t, r1Links, opts...)
 	r1Done := make(chan error, 1)
-	go func() { r1Done <- r1.Repair(ctx, 2, redlock.RepairWithoutDelay()) }()
+	go func() { r1Done <- r1.Repair(ctx, 2, redlock.RepairWithoutDelay(), redlock.RepairAdopting()) }()
 	select {
 	case <-reached: // R1 read the states; its claim waits
 	case err := <-r1Done:
@@ -345,7 +346,7 @@ func TestAStaleRepairDoesNotReadmitANodeWipedAgain(t *testing.T) {
 	}
 
 	// R2 repairs n2; it counts again.
-	if err := cl.newClient(t, opts...).Repair(ctx, 2, redlock.RepairWithoutDelay()); err != nil {
+	if err := cl.newClient(t, opts...).Repair(ctx, 2, redlock.RepairWithoutDelay(), redlock.RepairAdopting()); err != nil {
 		t.Fatalf("R2: %v", err)
 	}
 	// C commits a token far above anything R1 read, on {n1, n2}.

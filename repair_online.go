@@ -9,10 +9,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// errNotAdoptable ends an online repair of a node that lost its uuid when
-// this client never saw which uuid the node held: only an operator's Repair
-// may pick one then.
-var errNotAdoptable = fmt.Errorf("%w: this client never saw the node's identity; run Repair", ErrAmnesia)
+// errNotAdoptable ends a repair of a node that holds no member of the
+// roster when this client never saw which member the node held: only an
+// operator's Repair with RepairAdopting may pick one then.
+var errNotAdoptable = fmt.Errorf("%w: the node holds no member of the deployment's roster, and this client never "+
+	"saw it hold one: it lost all its data, or it is not the deployment's node. If it stands for the one member "+
+	"no node holds, and the server that held it will never serve again, repair it with RepairAdopting "+
+	"(`redlock repair --adopt`); otherwise fix the node list", ErrAmnesia)
 
 // remember records the uuid each intact node holds (at every check of the
 // node list, and at every repair's read): what an online repair may give

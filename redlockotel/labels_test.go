@@ -31,6 +31,7 @@ var labels = map[string]struct {
 	"ErrRepairTooSoon":     {redlock.ErrRepairTooSoon, "repair_too_soon"},
 	"ErrTokenRange":        {redlock.ErrTokenRange, "token_range"},
 	"ErrNodeIDConflict":    {redlock.ErrNodeIDConflict, "node_id_conflict"},
+	"ErrWrongNodeList":     {redlock.ErrWrongNodeList, "wrong_node_list"},
 	"ErrWrongType":         {redlock.ErrWrongType, "wrong_type"},
 	"ErrAuth":              {redlock.ErrAuth, "auth"},
 	"ErrNoPermission":      {redlock.ErrNoPermission, "no_permission"},

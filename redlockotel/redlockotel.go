@@ -241,6 +241,7 @@ var resultLabels = []struct {
 	{redlock.ErrRepairTooSoon, "repair_too_soon"},
 	{redlock.ErrTokenRange, "token_range"},
 	{redlock.ErrNodeIDConflict, "node_id_conflict"},
+	{redlock.ErrWrongNodeList, "wrong_node_list"},
 	{redlock.ErrWrongType, "wrong_type"},
 	{redlock.ErrAuth, "auth"},
 	{redlock.ErrNoPermission, "no_permission"},

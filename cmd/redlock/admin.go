@@ -95,9 +95,15 @@ a new replication id (it was restarted, or a replica was promoted). The repair r
 counter above those of a majority of intact nodes, so tokens stay unique and ordered.
 
 The node may have lost lock keys that clients still hold, so the repair waits out the delayed restart:
-until the node has been out for the longest TTL in use, it refuses, says how long to wait, and exits 75
-(try again later). --wait waits that long and repairs. Clients also repair such a node by themselves
-once the delay has passed and a majority of the nodes is intact.
+until the node has been out for the longest TTL in use, by the node's clock since it was first found
+out and by this command's own since it first saw it so, it refuses, says how long to wait, and exits
+75. A new run starts its own wait over, so use --wait, which waits that long and repairs. Clients also
+repair such a node by themselves once the delay has passed and a majority of the nodes is intact.
+
+A node that holds no identity at all (emptied) gets back the member of the roster that no node holds
+only with --adopt: nothing on it tells a member that lost its data from a stranger listed in a member's
+place. Use --adopt only if the node stands for that member, and the server that held it will never
+serve again (docs/operations.md, "Replacing a node").
 
 --now skips the wait. Use it only when no lock can be held on the node: a node that was never used,
 or a deployment whose clients have all been stopped for at least the longest TTL. Otherwise two
@@ -120,6 +126,7 @@ func runRepair(ctx context.Context, args []string, out io.Writer) error {
 	timeout := fs.Duration("timeout", 30*time.Second, "how long one repair attempt may wait for the nodes")
 	now := fs.Bool("now", false, "repair without waiting out the delayed restart: only for a node on which no lock can be held")
 	wait := fs.Bool("wait", false, "if it is too soon, wait as long as the repair says, then repair")
+	adopt := fs.Bool("adopt", false, "give an emptied node the roster's member that no node holds (see above)")
 	if err := fs.Parse(args); err != nil {
 		return usageError(err)
 	}
@@ -138,6 +145,9 @@ func runRepair(ctx context.Context, args []string, out io.Writer) error {
 	if *now {
 		opts = append(opts, redlock.RepairWithoutDelay())
 	}
+	if *adopt {
+		opts = append(opts, redlock.RepairAdopting())
+	}
 	attempt := func() error {
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
@@ -150,8 +160,8 @@ func runRepair(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if errors.As(err, &soon) {
 		return &exitError{75, fmt.Errorf("node %d has been out for less than the longest TTL in use: it may have lost "+
-			"lock keys that clients still hold. Try again in %v (or add --wait); clients also repair it by themselves "+
-			"once that has passed. (%w)", *idx, roundWait(soon.Wait), err)}
+			"lock keys that clients still hold. Run again with --wait (it waits %v; a new run without it starts its "+
+			"wait over); clients also repair it by themselves once that has passed. (%w)", *idx, roundWait(soon.Wait), err)}
 	}
 	if errors.Is(err, redlock.ErrUnavailable) {
 		return &exitError{69, fmt.Errorf("%w\n(bring the other nodes up; if a majority of them is not intact, no repair "+

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -47,7 +48,15 @@ func readNodeIDs(ctx context.Context, clients []redis.UniversalClient, facts []n
 // judgeNodeIDs reports which nodes count in fenced quorums, why the others
 // do not, and what brings them back.
 func judgeNodeIDs(facts []nodeFacts, readErr error, add func(int, string, status, string, ...any)) {
-	if readErr != nil {
+	var wrongList *redlock.NodeListError
+	switch {
+	case errors.As(readErr, &wrongList):
+		add(-1, "node list", statusFail, "these nodes are not one deployment's: %s. Every client, and doctor, "+
+			"must list each node of the deployment once; fenced clients over this list refuse every lock "+
+			"(ErrWrongNodeList). Repair cannot fix a list, and no node here should be repaired before it is fixed",
+			strings.Join(wrongList.Problems, "; "))
+		return
+	case readErr != nil:
 		add(-1, "node ids", statusWarn, "cannot read the nodes' fencing state: %v", readErr)
 		return
 	}
@@ -151,9 +160,20 @@ func repairAdvice(i int, f nodeFacts, longest time.Duration) string {
 	if ff := f.Fencing; ff != nil && ff.OutSince > 0 && !f.NodeTime.IsZero() {
 		since = fmt.Sprintf("it has been out for %v", f.NodeTime.Sub(time.UnixMilli(ff.OutSince)).Round(time.Second))
 	}
-	return fmt.Sprintf("The repair waits until the node has been out for the longest TTL in use (%v; %s): it may "+
-		"have lost lock keys that clients still hold (the delayed restart). Clients then repair it online; or run "+
-		"`redlock repair --node %d --wait` (without --wait it says how long to wait)", longest, since, i)
+	adopt := ""
+	if ff := f.Fencing; ff != nil && !ff.HasUUID {
+		adopt = " --adopt"
+	}
+	advice := fmt.Sprintf("The repair waits until the node has been out for the longest TTL in use (%v; %s): it may "+
+		"have lost lock keys that clients still hold (the delayed restart). Clients that saw it in the deployment "+
+		"then repair it online; or run `redlock repair --node %d --wait%s`", longest, since, i, adopt)
+	if adopt != "" {
+		advice += ". It holds no identity at all, so doctor cannot tell a member that lost its data from a " +
+			"stranger listed in a member's place: --adopt gives it the member no node holds. Use it only if this " +
+			"node stands for that member and the server that held it will never serve again; otherwise fix the " +
+			"node list (docs/operations.md, \"Replacing a node\")"
+	}
+	return advice
 }
 
 func countFacts(facts []nodeFacts, pred func(nodeFacts) bool) int {

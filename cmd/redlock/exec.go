@@ -130,6 +130,9 @@ func acquireError(name string, err error) error {
 		return &exitError{69, fmt.Errorf("could not acquire %q: the deployment is not provisioned: run "+
 			"`redlock provision` once while every node is up (if it was in use, a majority of the nodes lost "+
 			"their data: docs/operations.md, \"A majority lost\"): %w", name, err)}
+	case errors.Is(err, redlock.ErrWrongNodeList):
+		return &exitError{78, fmt.Errorf("could not acquire %q: --nodes is not the deployment's node list (each "+
+			"node of the deployment, once): %w", name, err)}
 	case errors.Is(err, redlock.ErrEmptyName), errors.Is(err, redlock.ErrNameTooLong), errors.Is(err, redlock.ErrBadName):
 		return &exitError{2, err}
 	}

@@ -27,13 +27,21 @@ type holding struct {
 // and the validity left would not last until the next try, and at the
 // latest when the validity ends, even while an extension is still waiting
 // for the nodes. If the child ends sooner than h.holdFor after l was
-// taken, the lock is kept, extended, until then.
-func holdWhileRunning(ctx context.Context, l *redlock.Lock, argv []string, h holding) error {
+// taken, the lock is kept, extended, until then. If the release finds that
+// the lock had expired, the run may have overlapped another host's: that is
+// reported as a lost lock (75), whatever the child's own code.
+func holdWhileRunning(ctx context.Context, l *redlock.Lock, argv []string, h holding) (err error) {
 	taken := time.Now()
 	release := true
 	defer func() {
-		if release {
-			l.Unlock(context.Background())
+		if !release {
+			return
+		}
+		uerr := l.Unlock(context.Background())
+		var ee *exitError
+		if errors.Is(uerr, redlock.ErrExpired) && !(errors.As(err, &ee) && ee.code == 75) {
+			err = &exitError{75, fmt.Errorf("lock %q had expired when it was released: another host may have "+
+				"run meanwhile (the command's own result: %v): %w", l.Name(), errOrOK(err), uerr)}
 		}
 	}()
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -163,6 +171,13 @@ func reapGroup(g processGroup, deadline time.Time) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	g.signal(syscall.SIGKILL)
+}
+
+func errOrOK(err error) any {
+	if err == nil {
+		return "exit 0"
+	}
+	return err
 }
 
 func childExit(err error) error {

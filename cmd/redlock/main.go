@@ -40,14 +40,15 @@ const usage = `usage:
   redlock provision [flags]  give every node its fencing identity (once, at deploy time);
                              --reprovision-above T after a majority lost its data
   redlock repair --node I    bring back a node that lost its data or was restarted or promoted;
-                             it waits out the delayed restart (--wait, or --now)
+                             it waits out the delayed restart (--wait, or --now); --adopt for
+                             an emptied node (docs/operations.md, "Replacing a node")
 
 Nodes: --nodes redis://[:PASSWORD@]HOST:PORT,rediss://... or REDLOCK_NODES; REDLOCK_PASSWORD
 for URLs without a password. Run "redlock COMMAND -h" for the flags and exit codes.
 
 Exit codes: 0 success; 1 failure (doctor: a check failed); 2 bad flags, nodes or command.
 exec adds 73 (held elsewhere: skipped), 69 (no quorum, or not provisioned), 75 (lock lost while
-CMD ran), 127 (CMD could not be started), 128+N (signal N ended exec before CMD started), and
+CMD ran, or found expired when released), 78 (--nodes is not the deployment's node list), 127 (CMD could not be started), 128+N (signal N ended exec before CMD started), and
 otherwise CMD's own code (128+N if signal N ended CMD); repair adds 75 (too soon: wait out the
 delayed restart) and 69 (no intact majority).
 
