@@ -65,6 +65,9 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 	}
 	l := c.newLock(name)
 	l.list = list
+	// A refusal may come from this client's own release or rollback of the
+	// name, if one was in flight when the attempt went out (QuorumError.ended).
+	l.ownInFlight = c.settling.pending(name)
 	l.waiter = waiter
 	start := c.cfg.clock.Now()
 	var commit []NodeResult
@@ -120,7 +123,8 @@ func (l *Lock) roundOne(ctx context.Context, waited time.Duration) (*tally, erro
 // if there was one; the error reports it in place of round 1's unless the
 // grant failed for want of validity.
 func (l *Lock) fail(t *tally, ctxErr error, commit []NodeResult, kind, cause error) *QuorumError {
-	qe := &QuorumError{Op: "lock", Name: l.name, Cause: ctxErr, Nodes: t.snapshot()}
+	qe := &QuorumError{Op: "lock", Name: l.name, Cause: ctxErr, Nodes: t.snapshot(), after: l.acqDone,
+		own: l.ownInFlight || l.c.settling.pending(l.name)}
 	switch {
 	case ctxErr != nil:
 	case !t.won():
@@ -216,8 +220,12 @@ func (l *Lock) afterAcquire(r reply) {
 	l.acqSent[r.node] = r.sent
 	close(l.acqDone[r.node])
 	<-l.verdict
-	if l.success || !l.acqSent[r.node] {
-		return // held, or nothing was sent there
+	if l.success {
+		return // held
+	}
+	defer l.c.settling.callEnded(l.name, l.rollbacks)
+	if !l.acqSent[r.node] {
+		return // nothing was sent there
 	}
 	l.c.releaseNode(l.c.nodes[r.node], l, definite(r.outcome), l.rollbackTried[r.node])
 }
@@ -246,6 +254,10 @@ func (l *Lock) abandon(t *tally) {
 	for i := range l.rollbackTried {
 		l.rollbackTried[i] = make(chan struct{})
 	}
+	// This client's next attempt on the name waits for the rollbacks, as
+	// for an Unlock's releases (settle.go), for a node timeout at most.
+	l.rollbacks = l.c.settling.start(l.name, len(l.c.nodes))
+	l.rollbacks.until.Store(int64(time.Since(l.c.epoch) + l.c.cfg.nodeTimeout))
 	close(l.verdict)
 	wait := time.NewTimer(l.c.cfg.nodeTimeout)
 	defer wait.Stop()

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -164,6 +165,23 @@ type QuorumError struct {
 	// lostToPromises: an attempt of Lock lost only to promises made to
 	// other waiters (see yieldPromise).
 	lostToPromises bool
+	// after: per node, closed once the failed attempt's call there ended
+	// (Lock's leave goes after it); own: this client had a release or
+	// rollback of the name in flight, so its refusals may be its own.
+	after []chan struct{}
+	own   bool
+}
+
+// ended is the error of a Lock whose ctx ended after attempt e: e, with
+// ctx's error as its cause. Refusals that may have come from this client's
+// own release or rollback of the name, still in flight, are no evidence of
+// another owner: such an attempt does not say ErrLocked.
+func (e *QuorumError) ended(ctx context.Context) *QuorumError {
+	e.Cause = ctx.Err()
+	if e.own && e.Kind == ErrLocked {
+		e.Kind = nil
+	}
+	return e
 }
 
 func (e *QuorumError) Error() string {

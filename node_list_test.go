@@ -72,8 +72,8 @@ func addrOn(t *testing.T, cl *cluster, i int, host string) string {
 // value va: it failed, and afterwards (once B's rollbacks are done) the
 // nodes of D1 hold A's value on 0-2 and nothing on 3-4, and every other
 // server B used (others) holds nothing. If listWrong, B's error must say
-// that its node list is wrong: for now, that it is neither of the kinds
-// that tell to retry later (ErrLocked, ErrUnavailable).
+// that its node list is wrong: ErrWrongNodeList, with a *NodeListError
+// that names the problems.
 func checkBRefused(t *testing.T, b *redlock.Client, lb *redlock.Lock, err error, la *redlock.Lock,
 	d1 *cluster, va, name string, listWrong bool, others ...redis.UniversalClient) {
 	t.Helper()
@@ -84,9 +84,9 @@ func checkBRefused(t *testing.T, b *redlock.Client, lb *redlock.Lock, err error,
 	} else {
 		t.Logf("B: %v", err)
 		if listWrong {
-			// once fixed: errors.Is(err, redlock.ErrWrongNodeList)
-			if errors.Is(err, redlock.ErrLocked) || errors.Is(err, redlock.ErrUnavailable) {
-				t.Errorf("B's wrong node list passed for contention or an outage, not a configuration error: %v", err)
+			var nle *redlock.NodeListError
+			if !errors.Is(err, redlock.ErrWrongNodeList) || !errors.As(err, &nle) || len(nle.Problems) == 0 {
+				t.Errorf("B's wrong node list is not reported as one (want ErrWrongNodeList, a *NodeListError): %v", err)
 			}
 		}
 	}
@@ -218,9 +218,7 @@ func TestAClientWithAWrongNodeListTakesNoLock(t *testing.T) {
 			hooked(t, addrOn(t, d1, 3, "127.0.0.1"), nil), hooked(t, addrOn(t, d1, 3, "localhost"), nil)},
 			append(bOpts, redlock.WithoutFencing())...)
 		if err != nil {
-			t.Logf("New: %v", err)
-			// once fixed: errors.Is(err, redlock.ErrWrongNodeList)
-			return
+			t.Fatalf("New: %v (the check happens at first contact)", err)
 		}
 		lb, err := b.TryLock(ctx, "job")
 		checkBRefused(t, b, lb, err, la, d1, va, "job", true)

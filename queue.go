@@ -11,7 +11,7 @@ import (
 
 // leaveQueue takes a waiter that gave up out of the lock's queue on every
 // node, in the background, withdrawing a promise made to it.
-func (c *Client) leaveQueue(key, waiter string) {
+func (c *Client) leaveQueue(key, waiter string, after []chan struct{}) {
 	keys := []string{key, nextKey(key), queueKey(key), seenKey(key)}
 	select {
 	case <-c.closing:
@@ -19,7 +19,7 @@ func (c *Client) leaveQueue(key, waiter string) {
 		return
 	default:
 	}
-	_, _ = c.fanOut(context.Background(), "leave", nil, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+	_, _ = c.fanOut(context.Background(), "leave", after, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
 		err := leaveLua.Run(ctx, node, keys, waiter).Err()
 		if err != nil {
 			return NodeFailed, 0, err

@@ -97,6 +97,13 @@ func (s *settling) forget(name string, r *release) {
 	}
 }
 
+// pending reports whether name has releases of this client in flight.
+func (s *settling) pending(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m[name]) > 0
+}
+
 // wait waits until name's releases in flight have settled or reached their
 // until, or ctx ends; it returns ctx's error in the last case. epoch is
 // Client.epoch. Releases whose Unlock has not returned (a TryLock racing

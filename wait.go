@@ -49,9 +49,12 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 	key := c.lockKey(name)
 	waiter := c.id + "/" + strconv.FormatUint(c.waiters.Add(1), 10)
 	queued := false // an attempt reached the nodes, which put this waiter in the queue
+	var last []chan struct{} // the last failed attempt's calls, per node
 	defer func() {
 		if err != nil && queued {
-			c.leaveQueue(key, waiter)
+			// After that attempt's call on each node: a late call would
+			// put the waiter back in the queue, to be promised the lock.
+			c.leaveQueue(key, waiter, last)
 		}
 	}()
 	var w *waiting // registered for notifications
@@ -71,7 +74,10 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 		l, err := c.tryLock(ctx, name, waiter, c.cfg.clock.Now().Sub(started))
 		queued = queued || !errors.Is(err, ErrClosed) // a closed client sent nothing
 		var qe *QuorumError
-		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || final(qe.Kind) {
+		if errors.As(err, &qe) && qe.after != nil {
+			last = qe.after
+		}
+		if err == nil || qe == nil || qe.Cause != nil || final(qe.Kind) {
 			return l, err
 		}
 		c.warnRetrying(qe, attempts, started)
@@ -124,8 +130,7 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			qe.Cause = ctx.Err()
-			return nil, qe
+			return nil, qe.ended(ctx)
 		case <-c.closing:
 			// Not after a retry delay that may be long: a shutdown waits on us.
 			t.Stop()
@@ -141,8 +146,7 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 				// nodes have promised it.
 				woken, backoff = true, 1
 				if !c.gatherPromises(ctx, w) {
-					qe.Cause = ctx.Err()
-					return nil, qe
+					return nil, qe.ended(ctx)
 				}
 				continue
 			}
@@ -150,8 +154,7 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 			// have waited longer try first.
 			woken, backoff = true, 1
 			if !sleepCtx(ctx, wakeDelay(c.cfg.clock.Now().Sub(started))) {
-				qe.Cause = ctx.Err()
-				return nil, qe
+				return nil, qe.ended(ctx)
 			}
 		}
 	}
