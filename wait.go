@@ -48,7 +48,7 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 	started := c.cfg.clock.Now()
 	key := c.lockKey(name)
 	waiter := c.id + "/" + strconv.FormatUint(c.waiters.Add(1), 10)
-	queued := false // an attempt reached the nodes, which put this waiter in the queue
+	queued := false          // an attempt reached the nodes, which put this waiter in the queue
 	var last []chan struct{} // the last failed attempt's calls, per node
 	defer func() {
 		if err != nil && queued {
