@@ -486,10 +486,10 @@ func TestAmnesiacNodeIsExcludedUntilRepaired(t *testing.T) {
 
 	// The node restarted a moment ago: Repair waits out the delayed restart.
 	var soon *redlock.RepairTooSoonError
-	if err := cl.newClient(t).Repair(ctx, 1); !errors.As(err, &soon) || soon.Wait <= 0 || soon.Wait > redlock.DefaultTTL {
+	if err := cl.newClient(t).Repair(ctx, 1, redlock.RepairAdopting()); !errors.As(err, &soon) || soon.Wait <= 0 || soon.Wait > redlock.DefaultTTL {
 		t.Fatalf("Repair right after the restart: %v, want a RepairTooSoonError", err)
 	}
-	if err := cl.newClient(t).Repair(ctx, 1, redlock.RepairWithoutDelay()); err != nil {
+	if err := cl.newClient(t).Repair(ctx, 1, redlock.RepairWithoutDelay(), redlock.RepairAdopting()); err != nil {
 		t.Fatalf("Repair: %v", err)
 	}
 	lb, err := b.TryLock(ctx, "amnesia")

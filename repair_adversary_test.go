@@ -220,8 +220,12 @@ func TestAClaimNeverGivenBackDoesNotWedgeTheNode(t *testing.T) {
 	}})
 	x := newOn(t, xLinks, opts...)
 	xDone := make(chan error, 1)
-	go func() { xDone <- x.Repair(ctx, a, redlock.RepairWithoutDelay()) }()
-	<-reached // X read only a emptied and picked uuids[a]; its claim waits
+	go func() { xDone <- x.Repair(ctx, a, redlock.RepairWithoutDelay(), redlock.RepairAdopting()) }()
+	select { // X read only a emptied and picked uuids[a]; its claim waits
+	case <-reached:
+	case err := <-xDone:
+		t.Fatalf("X returned before its claim: %v", err)
+	}
 
 	// b is emptied; its new run id must sort before a's so that b's rank is 0.
 	for try := 0; ; try++ {
@@ -235,7 +239,7 @@ func TestAClaimNeverGivenBackDoesNotWedgeTheNode(t *testing.T) {
 		}
 	}
 	y := cl.newClient(t, opts...)
-	if err := y.Repair(ctx, b, redlock.RepairWithoutDelay()); err != nil {
+	if err := y.Repair(ctx, b, redlock.RepairWithoutDelay(), redlock.RepairAdopting()); err != nil {
 		close(release)
 		t.Fatalf("Y: %v", err)
 	}
@@ -246,7 +250,7 @@ func TestAClaimNeverGivenBackDoesNotWedgeTheNode(t *testing.T) {
 		cl.inspect[b].Get(ctx, "redlock:node-id").Val())
 	var last error
 	for range 3 {
-		if last = y.Repair(ctx, a, redlock.RepairWithoutDelay()); last == nil {
+		if last = y.Repair(ctx, a, redlock.RepairWithoutDelay(), redlock.RepairAdopting()); last == nil {
 			break
 		}
 	}

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -385,5 +386,36 @@ func TestAStaleRepairDoesNotReadmitANodeWipedAgain(t *testing.T) {
 	if bad := checkTokens(ops); len(bad) > 0 || ld.Token() <= lc.Token() {
 		t.Fatalf("M1 broken: C got %d and returned before D was invoked; D got %d (R1's repair: %v)",
 			lc.Token(), ld.Token(), r1Err)
+	}
+}
+
+// Revision 3: "Repair and doctor never adopt a node the roster does not
+// know into a deployment because a client's list says so". A list with a
+// blank stranger in member 0's place, member 0 alive elsewhere: an
+// operator's Repair of the stranger must not give it member 0's uuid (and
+// so its id, on two servers at once).
+//
+// On 5e7ef93 the repair grafted it (the issue's doctor replay: `redlock
+// repair --node 0 --wait` took the absent member's uuid):
+//
+//	repair_edges_test.go:415: Repair of a stranger in member 0's place: <nil>; it now holds member 0's uuid "1d2edc89-8d05-463d-be01-296755100d45"
+func TestRepairDoesNotGraftAStrangerIntoTheDeployment(t *testing.T) {
+	cl := startCluster(t, 5)
+	stranger := startFreshCluster(t, 1)
+	ctx := context.Background()
+	member0 := cl.inspect[0].Get(ctx, "redlock:node-uuid").Val()
+	links := []redis.UniversalClient{hooked(t, stranger.nodes[0].Addr(), nil)}
+	for i := 1; i < 5; i++ {
+		links = append(links, hooked(t, cl.nodes[i].Addr(), nil))
+	}
+	admin := newOn(t, links)
+	err := admin.Repair(ctx, 0, redlock.RepairWithoutDelay())
+	got := stranger.inspect[0].Get(ctx, "redlock:node-uuid").Val()
+	if err == nil || got == member0 {
+		t.Fatalf("Repair of a stranger in member 0's place: %v; it now holds member 0's uuid %q", err, got)
+	}
+	t.Logf("Repair: %v", err)
+	if !errors.Is(err, redlock.ErrAmnesia) {
+		t.Errorf("want ErrAmnesia (the node holds no member, and nobody vouched for it), got %v", err)
 	}
 }

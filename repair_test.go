@@ -150,7 +150,7 @@ func TestRepairWaitsOutTheDelayedRestart(t *testing.T) {
 	cl.restartEmpty(t, 0)
 
 	admin := cl.newClient(t, opts...)
-	err = admin.Repair(ctx, 0)
+	err = admin.Repair(ctx, 0, redlock.RepairAdopting())
 	var soon *redlock.RepairTooSoonError
 	if !errors.As(err, &soon) || !errors.Is(err, redlock.ErrRepairTooSoon) || soon.Node != 0 {
 		t.Fatalf("Repair right after the restart: %v, want a RepairTooSoonError for node 0", err)
@@ -168,7 +168,7 @@ func TestRepairWaitsOutTheDelayedRestart(t *testing.T) {
 	// Once the wait has passed, Repair succeeds (or a client already
 	// repaired it online).
 	time.Sleep(soon.Wait + 50*time.Millisecond)
-	if err := admin.Repair(ctx, 0); err != nil {
+	if err := admin.Repair(ctx, 0, redlock.RepairAdopting()); err != nil {
 		t.Fatalf("Repair after the wait: %v", err)
 	}
 	if ids, err := admin.NodeIDs(ctx); err != nil || ids[0] < 0 {

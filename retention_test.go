@@ -98,7 +98,7 @@ func TestRepairFloorAbortsTheIntersectionTrap(t *testing.T) {
 	}
 	la.Unlock(ctx)
 	cl.restartEmpty(t, 1)
-	if err := cl.newClient(t, opts...).Repair(ctx, 1, redlock.RepairWithoutDelay()); err != nil {
+	if err := cl.newClient(t, opts...).Repair(ctx, 1, redlock.RepairWithoutDelay(), redlock.RepairAdopting()); err != nil {
 		close(releaseN2)
 		t.Fatal(err)
 	}
@@ -232,14 +232,14 @@ func TestRepairNeedsTheDelayForRealTimeOrder(t *testing.T) {
 			cl.restartEmpty(t, 0)
 			admin := cl.newClient(t, opts...)
 			if tc.atOnce {
-				if err := admin.Repair(ctx, 0, redlock.RepairWithoutDelay()); err != nil {
+				if err := admin.Repair(ctx, 0, redlock.RepairWithoutDelay(), redlock.RepairAdopting()); err != nil {
 					close(commitToK)
 					t.Fatal(err)
 				}
 				close(commitToK)
 			} else {
 				var soon *redlock.RepairTooSoonError
-				if err := admin.Repair(ctx, 0); !errors.As(err, &soon) {
+				if err := admin.Repair(ctx, 0, redlock.RepairAdopting()); !errors.As(err, &soon) {
 					close(commitToK)
 					t.Fatalf("Repair at once: %v, want RepairTooSoonError", err)
 				}
@@ -252,7 +252,7 @@ func TestRepairNeedsTheDelayForRealTimeOrder(t *testing.T) {
 			}
 			ra.l.Unlock(ctx)
 			if !tc.atOnce {
-				if err := admin.Repair(ctx, 0); err != nil {
+				if err := admin.Repair(ctx, 0, redlock.RepairAdopting()); err != nil {
 					t.Fatalf("Repair after the delay: %v", err)
 				}
 			}
