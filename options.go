@@ -186,7 +186,9 @@ func (c *config) rounds() time.Duration {
 func (c *config) drift() time.Duration { return c.driftOf(c.ttl) }
 
 // stopMargin is how long before Until a lock's Done closes (see Done).
-func (c *config) stopMargin() time.Duration { return max(c.ttl/100, 5*time.Millisecond) }
+func (c *config) stopMargin() time.Duration {
+	return min(max(c.ttl/50, 20*time.Millisecond), c.ttl/10)
+}
 
 func (c *config) driftOf(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*c.driftFactor) + driftConstant

@@ -50,7 +50,7 @@ func TestDoctorFindsANotIntactNodeAndRepairFixesIt(t *testing.T) {
 
 	var out bytes.Buffer
 	err := run(ctx, []string{"repair", "--nodes", nodes, "--node", "1"}, &out)
-	if exitCode(err) != 75 || !strings.Contains(err.Error(), "Try again in") {
+	if exitCode(err) != 75 || !strings.Contains(err.Error(), "Run again with --wait (it waits") {
 		t.Fatalf("repair right after the restart: exit %d (%v), want 75 saying how long to wait", exitCode(err), err)
 	}
 	t.Logf("repair: %v", err)
@@ -68,7 +68,9 @@ func TestDoctorFindsANotIntactNodeAndRepairFixesIt(t *testing.T) {
 		t.Fatalf("after repair: exit %d, %+v", code, rep.Findings)
 	}
 
-	// Restarted empty: it lost its data; --now repairs it at once.
+	// Restarted empty: it lost its data. Without --adopt the repair refuses
+	// (nothing on the node says it is member 2, not a stranger); with it,
+	// --now repairs it at once.
 	if err := g[2].Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +84,16 @@ func TestDoctorFindsANotIntactNodeAndRepairFixesIt(t *testing.T) {
 	if f := find(t, rep, 2, "node id"); f.Status != statusFail || !strings.Contains(f.Detail, "lost its data") {
 		t.Errorf("node 2 restarted empty: %+v", f)
 	}
+	if !strings.Contains(find(t, rep, 2, "node id").Detail, "--adopt") {
+		t.Errorf("doctor does not say that an emptied node needs --adopt: %+v", find(t, rep, 2, "node id"))
+	}
 	out.Reset()
-	if err := run(ctx, []string{"repair", "--nodes", nodes, "--node", "2", "--now"}, &out); err != nil ||
+	if err := run(ctx, []string{"repair", "--nodes", nodes, "--node", "2", "--now"}, &out); err == nil ||
+		!strings.Contains(err.Error(), "--adopt") {
+		t.Fatalf("repair --now of an emptied node without --adopt: %v, want a refusal that names --adopt", err)
+	}
+	out.Reset()
+	if err := run(ctx, []string{"repair", "--nodes", nodes, "--node", "2", "--now", "--adopt"}, &out); err != nil ||
 		!strings.Contains(out.String(), "node 2 repaired") {
 		t.Fatalf("repair --now: %v, said %q", err, out.String())
 	}
