@@ -206,3 +206,28 @@ func TestDoctorBadInput(t *testing.T) {
 		}
 	}
 }
+
+// Revision 3 (issue 22, item 4): doctor over 3 of a deployment's 5 nodes
+// exited 0 on 5e7ef93, and over a list with a stranger in a member's place
+// advised `redlock repair --node 0 --wait`, which grafted the stranger in.
+// Now the first fails on the node list, and the second advises a repair
+// only with --adopt, saying what that vouches for.
+func TestDoctorRefusesAWrongNodeList(t *testing.T) {
+	_, urls := startAOFNodes(t, 5)
+	ctx := context.Background()
+	if err := run(ctx, []string{"provision", "--nodes", strings.Join(urls, ",")}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	rep, code := doctor(t, urls[:3])
+	f := find(t, rep, -1, "node list")
+	if code == 0 || f.Status != statusFail || !strings.Contains(f.Detail, "the deployment has 5 nodes (its roster), the list 3") {
+		t.Errorf("doctor over 3 of 5 nodes: exit %d, %+v", code, f)
+	}
+
+	_, stranger := startAOFNodes(t, 1)
+	rep, code = doctor(t, append(stranger, urls[1:]...))
+	f = find(t, rep, 0, "node id")
+	if code == 0 || !strings.Contains(f.Detail, "--adopt") || !strings.Contains(f.Detail, "stranger") {
+		t.Errorf("doctor with a stranger in member 0's place: exit %d, %+v", code, f)
+	}
+}
