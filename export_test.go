@@ -36,27 +36,26 @@ func (s *StepClock) Now() time.Time {
 func (s *StepClock) AfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
 
 // ScriptName names the library script an EVAL or EVALSHA command runs.
+// The fenced and unfenced extensions are both "extend".
 func ScriptName(args []any) string {
 	if len(args) < 2 {
 		return ""
 	}
 	body, _ := args[1].(string)
-	for name, s := range map[string]interface{ Hash() string }{
-		"acquire": fencedAcquireLua, "acquire-unfenced": acquireLua, "commit": commitLua,
-		"release": releaseLua, "extend": extendLua, "state": nodeStateLua, "claim": claimLua,
-		"roster": rosterLua, "assign": assignLua, "swap-uuid": swapUUIDLua, "repair": repairLua,
+	for _, s := range []struct {
+		name string
+		s    *script
+		src  string
+	}{
+		{"acquire", fencedAcquireLua, fencedAcquireScript}, {"acquire-unfenced", acquireLua, acquireScript},
+		{"commit", commitLua, commitScript}, {"release", releaseLua, releaseScript},
+		{"extend", extendLua, extendScript}, {"extend", fencedExtendLua, fencedExtendScript},
+		{"state", nodeStateLua, nodeStateScript}, {"claim", claimLua, claimScript},
+		{"roster", rosterLua, rosterScript}, {"assign", assignLua, assignScript},
+		{"swap-uuid", swapUUIDLua, swapUUIDScript}, {"repair", repairLua, repairScript},
 	} {
-		if h := s.Hash(); h != "" && body == h {
-			return name
-		}
-	}
-	for name, src := range map[string]string{
-		"acquire": fencedAcquireScript, "acquire-unfenced": acquireScript, "commit": commitScript,
-		"release": releaseScript, "extend": extendScript, "state": nodeStateScript, "claim": claimScript,
-		"roster": rosterScript, "assign": assignScript, "swap-uuid": swapUUIDScript, "repair": repairScript,
-	} {
-		if body == src {
-			return name
+		if h := s.s.Hash(); h != "" && body == h || body == s.src {
+			return s.name
 		}
 	}
 	return ""

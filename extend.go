@@ -4,6 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,10 +41,7 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 	default:
 	}
 	c := l.c
-	call := newScriptCall(extendLua, l.keyArgs[:1], l.valueArg, c.args.ttl)
-	op := func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
-		return call.outcome(ctx, node)
-	}
+	op := l.extendOp()
 	// Until a majority extends the lock, or so many refuse that it is gone
 	// (ErrExpired) rather than unheard of (ErrUnavailable).
 	t, err := c.runRound(ctx, roundSpec{name: "extend", op: op}, (*tally).wonOrRefused, nil)
@@ -87,7 +86,47 @@ func (l *Lock) moveDeadline(until time.Time) bool {
 //
 //	KEYS[1] lock key
 //	ARGV[1] value, ARGV[2] TTL in ms
+//
+// extendOp is Extend's call on one node. A fenced lock's counts each
+// member once, by the id the node answers with (nodelist.go): an address
+// swapped while the lock is held must not count one server twice.
+func (l *Lock) extendOp() nodeOp {
+	c := l.c
+	if !c.cfg.fencing {
+		call := newScriptCall(extendLua, l.keyArgs[:1], l.valueArg, c.args.ttl)
+		return func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+			return call.outcome(ctx, node)
+		}
+	}
+	call := newScriptCall(fencedExtendLua, []any{l.keyArgs[0], c.keys.id}, l.valueArg, c.args.ttl)
+	var mu sync.Mutex
+	counted := map[int64]int{} // id -> the node it was counted for
+	return func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+		vals, err := call.run(ctx, node).Int64Slice()
+		switch {
+		case err != nil:
+			return NodeFailed, 0, err
+		case len(vals) != 2:
+			return NodeFailed, 0, fmt.Errorf("redlock: unexpected reply %v", vals)
+		case vals[0] != 1:
+			return NodeRefused, 0, nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if j, dup := counted[vals[1]]; vals[1] < 0 || dup && j != i || l.list.ids[i] >= 0 && int64(l.list.ids[i]) != vals[1] {
+			c.checkList(false)
+			return NodeFailed, 0, errNotChecked
+		}
+		counted[vals[1]] = i
+		return NodeGranted, 0, nil
+	}
+}
+
 var (
+	//go:embed lua/fenced_extend.lua
+	fencedExtendScript string
+	fencedExtendLua    = newScript(fencedExtendScript)
+
 	//go:embed lua/extend.lua
 	extendScript string
 	extendLua    = newScript(extendScript)

@@ -43,10 +43,11 @@ func (e *NodeListError) Unwrap() error { return ErrWrongNodeList }
 
 // listView is what one check found.
 type listView struct {
-	err    error  // a *NodeListError, or nil
-	roster any    // fenced: the deployment's roster, boxed for the scripts; "" if none
-	ids    []int  // fenced: per node, the id it showed while intact; -1 none
-	seen   []bool // per node: it answered the check
+	err    error        // a *NodeListError, or nil
+	nodes  []NodeResult // the check's outcome on each node
+	roster any          // fenced: the deployment's roster, boxed for the scripts; "" if none
+	ids    []int        // fenced: per node, the id it showed while intact; -1 none
+	seen   []bool       // per node: it answered the check
 }
 
 // admit reports whether node i's vote counts in attempt l (in round 1 or
@@ -59,12 +60,12 @@ type listView struct {
 func (v *listView) admit(l *Lock, i int, id int) bool {
 	if !l.c.cfg.fencing {
 		// Without fencing a node shows no identity in its replies: one
-		// silent at the check counts, and the check its reply starts
-		// catches a server listed twice.
+		// silent at the check counts only once a check has seen it (which
+		// its reply starts), or one server listed twice could count twice.
 		if !v.seen[i] {
 			l.c.checkList(false)
 		}
-		return true
+		return v.seen[i]
 	}
 	if v.ids[i] >= 0 {
 		return v.ids[i] == id
@@ -94,6 +95,7 @@ type nodeList struct {
 	mu      sync.Mutex
 	running chan struct{} // closed when the check under way ends; nil: none
 	last    time.Time     // when the last check began
+	ended   time.Time     // when the last check ended
 }
 
 // errNotChecked is the Err of a node whose vote does not count until the
@@ -124,6 +126,24 @@ func (c *Client) attemptList(ctx context.Context, name string) (*listView, error
 	list, err := c.checkedList(ctx)
 	if err != nil {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+	}
+	if list.err != nil || !slices.Contains(list.seen, true) {
+		// A verdict against the list may be stale (the operator fixed the
+		// nodes), and a check that saw nobody tells nothing: check again,
+		// unless one just ended, and go by that.
+		if running := c.checkList(false); running != nil {
+			select {
+			case <-running:
+			case <-ctx.Done():
+				return nil, &QuorumError{Op: "lock", Name: name, Cause: ctx.Err()}
+			}
+			list = c.list.view.Load()
+		}
+	}
+	if !slices.Contains(list.seen, true) {
+		// No node answered the check, which waited as long as an attempt
+		// would: the attempt would find the same.
+		return nil, &QuorumError{Op: "lock", Name: name, Kind: ErrUnavailable, Nodes: list.nodes}
 	}
 	if list.err != nil {
 		return nil, &QuorumError{Op: "lock", Name: name, Kind: ErrWrongNodeList, Cause: list.err}
@@ -164,7 +184,7 @@ func (c *Client) checkList(now bool) <-chan struct{} {
 	if c.list.running != nil {
 		return c.list.running
 	}
-	if !now && time.Since(c.list.last) < recheckEvery {
+	if !now && (time.Since(c.list.last) < recheckEvery || time.Since(c.list.ended) < recheckEvery) {
 		return nil
 	}
 	c.mu.Lock()
@@ -174,17 +194,18 @@ func (c *Client) checkList(now bool) <-chan struct{} {
 		close(done)
 		return done
 	}
+	first := c.list.view.Load() == nil
 	c.list.running, c.list.last = done, time.Now()
 	c.bg.Go(func() {
 		ctx, cancel := context.WithTimeout(c.life, c.cfg.patience()+c.cfg.nodeTimeout)
 		defer cancel()
-		if v := c.readList(ctx); v != nil {
+		if v := c.readList(ctx, first); v != nil {
 			c.list.view.Store(v)
 		} else if c.list.view.Load() == nil && c.life.Err() == nil {
 			c.list.view.Store(judgeList(make([]*nodeState, len(c.nodes)), len(c.nodes))) // nobody answered
 		}
 		c.list.mu.Lock()
-		c.list.running = nil
+		c.list.running, c.list.ended = nil, time.Now()
 		c.list.mu.Unlock()
 		close(done)
 	})
@@ -193,7 +214,7 @@ func (c *Client) checkList(now bool) <-chan struct{} {
 
 // readList reads every node and judges the list; nil if the client closed
 // or ctx ended first.
-func (c *Client) readList(ctx context.Context) *listView {
+func (c *Client) readList(ctx context.Context, first bool) *listView {
 	// The first attempt waits for the check, so the check waits no longer
 	// than it must: a grace once a majority answered; a node timeout once
 	// any node did (a majority paused, say: the attempt then waits for
@@ -201,20 +222,26 @@ func (c *Client) readList(ctx context.Context) *listView {
 	// answered, up to the round's patience (a saturated machine answers
 	// late, and a check that saw nobody would fail the attempts after it).
 	// A node silent then is checked at its first reply (listView.admit).
+	// A later check runs in the background, and nobody waits for it: it
+	// waits the node timeout for every node, so that a node a little
+	// farther than the others is seen (a grace would miss it at every
+	// check, and its replies would start one after another).
 	end := time.Now().Add(c.cfg.nodeTimeout)
 	soon := func(t *tally) (time.Time, bool) {
-		if t.answered >= t.majority {
+		if first && t.answered >= t.majority {
 			return t.lastReply.Add(c.grace(t)), true
 		}
 		return end, t.answered > 0
 	}
 	if c.cfg.fencing {
-		states, _, err := c.readStatesUntil(ctx, soon)
+		states, t, err := c.readStatesUntil(ctx, soon)
 		if err != nil {
 			return nil
 		}
 		c.remember(states)
-		return judgeList(states, len(c.nodes))
+		v := judgeList(states, len(c.nodes))
+		v.nodes = t.snapshot()
+		return v
 	}
 	states := make([]*nodeState, len(c.nodes))
 	out := make([]string, len(c.nodes))
@@ -231,7 +258,9 @@ func (c *Client) readList(ctx context.Context) *listView {
 			states[i] = &nodeState{runID: out[i], id: -1}
 		}
 	}
-	return judgeList(states, len(c.nodes))
+	v := judgeList(states, len(c.nodes))
+	v.nodes = t.snapshot()
+	return v
 }
 
 // judgeList checks what the nodes that answered hold (nil: no answer).

@@ -112,6 +112,11 @@ func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
 			missing = append(missing, i)
 		}
 	}
+	if len(missing) > 0 && len(states)-len(missing) >= majority(len(states)) {
+		// A majority holds ids: fenced locks may have been taken without
+		// the others.
+		return c.repairMissing(ctx, missing)
+	}
 	if len(missing) == 0 {
 		if i := slices.IndexFunc(states, func(s *nodeState) bool { return !s.intact() }); i >= 0 {
 			return fmt.Errorf("%w: node %d serves under a new replication id (restarted or promoted); run Repair", ErrAmnesia, i)
@@ -141,6 +146,36 @@ func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
 	}
 	if t.granted() < len(c.nodes) {
 		return &QuorumError{Op: "provision (ids)", Kind: ErrUnavailable, Nodes: t.snapshot()}
+	}
+	return nil
+}
+
+// repairMissing gives their ids to nodes that hold the roster but no id
+// while a majority holds theirs, through Repair: such a node did not finish
+// provisioning, or it was restored from a snapshot taken then and has lost
+// everything since (lock keys and counters), so it waits out the delayed
+// restart and gets counters above the others' like any node that lost its
+// data. On a deployment that never took a lock there is nothing to wait
+// for. Concurrent provisioners may repair the same node: what counts is
+// that every node is intact afterwards.
+func (c *Client) repairMissing(ctx context.Context, missing []int) error {
+	var first error
+	for _, i := range missing {
+		if err := c.repair(ctx, i, repairConfig{}); err != nil && first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	states, err := c.readAllStates(ctx, "provision")
+	if err != nil {
+		return err
+	}
+	for _, i := range missing {
+		if !states[i].intact() {
+			return fmt.Errorf("redlock: provision node %d: %w", i, first)
+		}
 	}
 	return nil
 }

@@ -211,6 +211,12 @@ func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, membe
 		return s.id < 0 && k >= 0 && states[k].id >= 0
 	}
 	if slices.Contains(members, own) {
+		if rc.online && c.knownUUID(i) != own {
+			// A copy of a live member (its promoted replica, its backup on
+			// another machine) holds the member's uuid too: only a client
+			// that saw this address hold it may give it back on its own.
+			return "", errNotAdoptable
+		}
 		switch k := heldBy(states, own, i); {
 		case k < 0:
 			return own, nil

@@ -17,7 +17,7 @@
 -- aborts. If not, H becomes T for another R, G is raised to T's counter, and
 -- T is returned. Raising G here is what lets a name's H expire: the next
 -- acquisition of any name on a majority still starts above T (M1).
-if redis.call('GET', KEYS[7]) ~= ARGV[4] then return {-3, 0} end
+if (redis.call('GET', KEYS[7]) or '') ~= ARGV[4] then return {-3, 0} end
 local t = tonumber(ARGV[1])
 -- A repaired node may still hold an old H (a promoted replica does, and so
 -- does a node reprovisioned above it): E bounds it from below either way.

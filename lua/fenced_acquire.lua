@@ -27,7 +27,7 @@ if not id then
   if redis.call('EXISTS', ROSTERKEY) == 0 then return {-2, 0} end
   return {-1, 0}
 end
-if redis.call('GET', ROSTERKEY) ~= ROSTER then return {-3, 0} end
+if (redis.call('GET', ROSTERKEY) or '') ~= ROSTER then return {-3, 0} end
 -- Neither released here nor promised to anyone is the common case: one
 -- call tells it, and the SET alone decides.
 local blocked = redis.call('EXISTS', KEYS[2], NEXT) ~= 0

@@ -23,7 +23,13 @@
 --
 -- Returns 1; 0 if the node no longer holds the uuid (it lost its data
 -- again, or another repairer took it back); 2 if its stamp changed.
-if redis.call('GET', KEYS[5]) ~= ARGV[7] then return 2 end
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
+-- The stamp must also be of the replication id the node serves under now:
+-- a node restored from a snapshot, or a replica promoted, brings back the
+-- stamp it had then, and has lost what happened since.
+if redis.call('GET', KEYS[5]) ~= ARGV[7] or string.sub(ARGV[7], -string.len(replid) - 1) ~= ':' .. replid then
+  return 2
+end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 local id = redis.call('GET', KEYS[3])
 if id and id ~= ARGV[3] then
@@ -36,7 +42,6 @@ redis.call('SET', KEYS[7], e, 'PX', ARGV[5])
 if tonumber(redis.call('GET', KEYS[8]) or '0') < tonumber(ARGV[6]) then
   redis.call('SET', KEYS[8], ARGV[6])
 end
-local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
 redis.call('SET', KEYS[2], ARGV[2])
 redis.call('SET', KEYS[3], ARGV[3])
 redis.call('SET', KEYS[4], replid)

@@ -7,11 +7,14 @@
 --   ARGV[3] the lost stamp the repairer read
 --
 -- Like the repair itself, it applies only while the node holds the stamp
--- the repairer read (repair.lua says why).
+-- the repairer read, made under the replication id it serves under now
+-- (repair.lua says why).
 --
 -- Returns the uuid the node holds afterwards.
 if redis.call('EXISTS', KEYS[2]) == 1 then return redis.call('GET', KEYS[1]) or '' end
-if redis.call('GET', KEYS[3]) == ARGV[3] and (redis.call('GET', KEYS[1]) or '') == ARGV[1] then
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
+if redis.call('GET', KEYS[3]) == ARGV[3] and string.sub(ARGV[3], -string.len(replid) - 1) == ':' .. replid
+    and (redis.call('GET', KEYS[1]) or '') == ARGV[1] then
   if ARGV[2] == '' then
     redis.call('DEL', KEYS[1])
   else

@@ -146,8 +146,9 @@ func notIntact(i int, f nodeFacts) (why, remedy string) {
 		return fmt.Sprintf("restarted or promoted (it serves under replication id %.8s, not the %.8s it was "+
 			"provisioned under, and may lack its last writes)", f.ReplID, ff.RecordedReplID), ""
 	case ff.IDMarker == nil && ff.HasRoster && ff.HasUUID:
-		return "holds the roster but no id (provisioning did not finish on it)",
-			"`redlock provision` gives it its id."
+		return "holds the roster but no id (provisioning did not finish on it, or it was restored from a " +
+			"snapshot taken then)", fmt.Sprintf("`redlock provision` gives it its id through a repair, which "+
+			"waits out the delayed restart (or `redlock repair --node %d --wait`).", i)
 	case ff.IDMarker == nil:
 		return "lost its data (amnesiac; it holds no fencing id while other nodes do)", ""
 	}

@@ -1,0 +1,14 @@
+-- Extend of a fenced lock (extend.go): extend.lua, and the node's id with
+-- the answer, so that an Extend counts each member of the deployment once,
+-- however many addresses lead to it (an address swapped while the lock is
+-- held).
+--
+--   KEYS[1] lock key   KEYS[2] the node's id marker
+--   ARGV[1] value      ARGV[2] TTL in ms
+--
+-- Returns {1 if extended, else 0; the node's id, -1 for none}.
+local id = tonumber(redis.call('GET', KEYS[2]) or '-1')
+if redis.pcall('GET', KEYS[1]) == ARGV[1] then
+  return {redis.call('PEXPIRE', KEYS[1], ARGV[2]), id}
+end
+return {0, id}
