@@ -1,0 +1,244 @@
+package protomodel
+
+import (
+	"errors"
+	"hash/maphash"
+	"runtime"
+	"time"
+)
+
+// The search: breadth first over every interleaving of the enabled events
+// (less the exact reductions of Enabled), so that the first violation found
+// has a shortest trace. A state is identified by a 128-bit hash of its
+// canonical encoding (hash compaction: two independent 64-bit hashes). A
+// collision would prune a state wrongly; its probability is about
+// n^2/2^129 for n states, below 1e-20 for 10^9 states.
+
+// Result of a search.
+type Result struct {
+	Rules       string
+	States      int   // distinct states reached, the initial one included
+	Transitions int   // events applied
+	Depth       int   // events on the longest of the shortest paths to a state
+	Complete    bool  // every reachable state was explored (no violation, MaxDepth or MaxStates stopped it)
+	Levels      []int // new states found at each depth
+	Violation   *Violation
+	Events      []Event  // a shortest path to the violation
+	Trace       []string // its events, readable
+	Elapsed     time.Duration
+}
+
+// ErrTooManyStates: the search reached Config.MaxStates.
+var ErrTooManyStates = errors.New("protomodel: too many states")
+
+type parentRec struct {
+	parent int32
+	ev     Event
+}
+
+type queued struct {
+	s   State
+	idx int32 // its parentRec
+}
+
+// Explore searches every interleaving allowed by cfg under rules and
+// returns at the first violation, or once the bounded space is exhausted:
+// breadth first, or depth first if cfg.DFS.
+func Explore(cfg Config, rules Rules) (*Result, error) {
+	if cfg.Clients > MaxClients || cfg.Repairers > MaxRepairers || cfg.Clients*cfg.Attempts > MaxTokens || cfg.Attempts > 15 {
+		return nil, errors.New("protomodel: config exceeds the model's fixed sizes")
+	}
+	if cfg.DFS {
+		return exploreDFS(cfg, rules)
+	}
+	began := time.Now()
+	res := &Result{Rules: rules.Name, Complete: true}
+	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	visited := newHashSet()
+	parents := []parentRec{{parent: -1}}
+	var buf []byte
+	var sc scratch
+	key := func(s sys) (uint64, uint64) {
+		buf = s.encode(buf[:0], &sc)
+		return maphash.Bytes(seeds[0], buf), maphash.Bytes(seeds[1], buf)
+	}
+	init := Initial(&cfg)
+	visited.add(key(sys{&init, &cfg, &rules}))
+	frontier := []queued{{s: init, idx: 0}}
+	var next []queued
+	var evs []Event
+	finish := func(err error) (*Result, error) {
+		res.States, res.Elapsed = visited.n, time.Since(began)
+		return res, err
+	}
+	for depth := 0; len(frontier) > 0; depth++ {
+		if cfg.MaxDepth > 0 && depth >= cfg.MaxDepth {
+			res.Complete = false
+			break
+		}
+		res.Depth = depth
+		next = next[:0]
+		for i := range frontier {
+			q := &frontier[i]
+			evs = sys{&q.s, &cfg, &rules}.Enabled(evs[:0])
+			for _, e := range evs {
+				st := q.s
+				s := sys{&st, &cfg, &rules}
+				v := s.check(s.Apply(e, nil))
+				res.Transitions++
+				if v != nil {
+					parents = append(parents, parentRec{q.idx, e})
+					res.Violation, res.Complete = v, false
+					res.Events = path(parents, int32(len(parents)-1))
+					res.Trace = Replay(cfg, rules, res.Events)
+					res.Depth = depth + 1
+					return finish(nil)
+				}
+				if !visited.add(key(s)) {
+					continue
+				}
+				parents = append(parents, parentRec{q.idx, e})
+				next = append(next, queued{s: st, idx: int32(len(parents) - 1)})
+				if cfg.MaxStates > 0 && visited.n >= cfg.MaxStates {
+					res.Complete = false
+					return finish(ErrTooManyStates)
+				}
+			}
+		}
+		res.Levels = append(res.Levels, len(next))
+		frontier, next = next, frontier
+	}
+	return finish(nil)
+}
+
+// exploreDFS is the depth-first search: it holds only the visited set and
+// the current path, so it reaches much larger spaces than the
+// breadth-first one, but the trace of a violation it finds is not a
+// shortest one.
+func exploreDFS(cfg Config, rules Rules) (*Result, error) {
+	began := time.Now()
+	res := &Result{Rules: rules.Name, Complete: true}
+	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	visited := newHashSet()
+	var buf []byte
+	var sc scratch
+	key := func(s sys) (uint64, uint64) {
+		buf = s.encode(buf[:0], &sc)
+		return maphash.Bytes(seeds[0], buf), maphash.Bytes(seeds[1], buf)
+	}
+	type frame struct {
+		s    State
+		evs  []Event
+		next int
+	}
+	var stack []frame
+	push := func(s State) {
+		if len(stack) < cap(stack) {
+			stack = stack[:len(stack)+1]
+		} else {
+			stack = append(stack, frame{})
+		}
+		f := &stack[len(stack)-1]
+		f.s, f.next = s, 0
+		f.evs = sys{&f.s, &cfg, &rules}.Enabled(f.evs[:0])
+		res.Depth = max(res.Depth, len(stack)-1)
+	}
+	init := Initial(&cfg)
+	visited.add(key(sys{&init, &cfg, &rules}))
+	push(init)
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		if f.next == len(f.evs) || cfg.MaxDepth > 0 && len(stack) > cfg.MaxDepth {
+			if f.next < len(f.evs) {
+				res.Complete = false
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		e := f.evs[f.next]
+		f.next++
+		st := f.s
+		s := sys{&st, &cfg, &rules}
+		v := s.check(s.Apply(e, nil))
+		res.Transitions++
+		if v != nil {
+			for _, g := range stack {
+				res.Events = append(res.Events, g.evs[g.next-1])
+			}
+			res.Violation, res.Complete = v, false
+			res.Trace = Replay(cfg, rules, res.Events)
+			break
+		}
+		if !visited.add(key(s)) {
+			continue
+		}
+		if cfg.MaxStates > 0 && visited.n >= cfg.MaxStates {
+			res.Complete = false
+			res.States, res.Elapsed = visited.n, time.Since(began)
+			return res, ErrTooManyStates
+		}
+		push(st)
+	}
+	res.States, res.Elapsed = visited.n, time.Since(began)
+	return res, nil
+}
+
+// hashSet is a set of 128-bit hashes: open addressing, linear probing.
+// The pair (0, 0) marks an empty slot (a state hashing to it is taken as
+// (0, 1)).
+type hashSet struct {
+	slots []uint64 // pairs
+	mask  uint64   // slots/2 - 1
+	n     int
+}
+
+func newHashSet() *hashSet {
+	const initial = 1 << 16
+	return &hashSet{slots: make([]uint64, 2*initial), mask: initial - 1}
+}
+
+// add adds (a, b) and reports whether it was new.
+func (h *hashSet) add(a, b uint64) bool {
+	if a == 0 && b == 0 {
+		b = 1
+	}
+	for i := a & h.mask; ; i = (i + 1) & h.mask {
+		x, y := h.slots[2*i], h.slots[2*i+1]
+		if x == 0 && y == 0 {
+			h.slots[2*i], h.slots[2*i+1] = a, b
+			h.n++
+			if uint64(h.n)*4 > (h.mask+1)*3 {
+				h.grow()
+			}
+			return true
+		}
+		if x == a && y == b {
+			return false
+		}
+	}
+}
+
+func (h *hashSet) grow() {
+	defer func() {
+		// The old table is garbage: give it back now, not when the heap
+		// has doubled again (a deep search's table is gigabytes).
+		if len(h.slots) >= 1<<24 {
+			runtime.GC()
+		}
+	}()
+	old := h.slots
+	h.slots = make([]uint64, 2*len(old))
+	h.mask = uint64(len(h.slots)/2 - 1)
+	for i := 0; i < len(old); i += 2 {
+		a, b := old[i], old[i+1]
+		if a == 0 && b == 0 {
+			continue
+		}
+		for j := a & h.mask; ; j = (j + 1) & h.mask {
+			if h.slots[2*j] == 0 && h.slots[2*j+1] == 0 {
+				h.slots[2*j], h.slots[2*j+1] = a, b
+				break
+			}
+		}
+	}
+}

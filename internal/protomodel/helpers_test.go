@@ -1,0 +1,95 @@
+package protomodel
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const n1 = 1 << 1 // node 1 only, in WipeNodes and RepairNodes
+
+// search runs Explore and logs what it searched.
+func search(t *testing.T, name string, cfg Config, rules Rules) *Result {
+	t.Helper()
+	res, err := Explore(cfg, rules)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	how := "breadth first"
+	if cfg.DFS {
+		how = "depth first"
+	}
+	t.Logf("%s, rules %s, %s: %d states, %d transitions, depth %d, complete %v, %v",
+		name, rules.Name, how, res.States, res.Transitions, res.Depth, res.Complete, res.Elapsed.Round(1e6))
+	return res
+}
+
+// logTrace logs a violation's trace, a line per event.
+func logTrace(t *testing.T, title string, lines []string) {
+	t.Helper()
+	t.Logf("%s (%d events):\n  %s", title, countEvents(lines), strings.Join(lines, "\n  "))
+}
+
+// countEvents counts the events of a trace (Replay: a line each).
+func countEvents(lines []string) int {
+	n := 0
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "VIOLATION") {
+			n++
+		}
+	}
+	return n
+}
+
+// minimized replays a depth-first violation made as short as Minimize can.
+func minimized(t *testing.T, cfg Config, rules Rules, res *Result) []string {
+	t.Helper()
+	evs, err := Minimize(cfg, rules, res.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Replay(cfg, rules, evs)
+}
+
+// envConfig reads a Config from PROTOMODEL_* variables, for runs by hand
+// (TestAdHoc).
+func envConfig() (Config, Rules, bool) {
+	get := func(k string, d int) int {
+		if v, err := strconv.Atoi(os.Getenv("PROTOMODEL_" + k)); err == nil {
+			return v
+		}
+		return d
+	}
+	rules, ok := map[string]Rules{"old": Old, "new": New, "new-writes-not-stamped": NewWritesNotStamped,
+		"new-no-delay": NewNoDelay, "new-stale-reads": NewStaleReads, "new+prelude": NewPrelude}[os.Getenv("PROTOMODEL_RULES")]
+	cfg := Config{
+		Clients: get("CLIENTS", 2), Attempts: get("ATTEMPTS", 1), Repairers: get("REPAIRERS", 1),
+		Wipes: get("WIPES", 1), WipeNoRestart: get("WIPE_NO_RESTART", 1) == 1, WipeRestart: get("WIPE_RESTART", 1) == 1,
+		WipeNodes: uint8(get("WIPE_NODES", 0)), RepairNodes: uint8(get("REPAIR_NODES", 0)),
+		TTL: get("TTL", 1), MaxTime: get("MAX_TIME", 1), MaxDepth: get("MAX_DEPTH", 0),
+		ClientsFrom: get("CLIENTS_FROM", 0), RepairsFrom: get("REPAIRS_FROM", 0),
+		Timeouts: get("TIMEOUTS", 0) == 1, Unlock: get("UNLOCK", 0) == 1,
+		Rollbacks: get("ROLLBACKS", 0), Saves: get("SAVES", 0),
+		ClockJump: get("CLOCK_JUMP", 0), Jumps: get("JUMPS", 0), Props: PropSet(get("PROPS", 0)),
+		MaxStates: get("MAX_STATES", 0), DFS: get("DFS", 1) == 1, NoReduction: get("NO_REDUCTION", 0) == 1,
+	}
+	return cfg, rules, ok
+}
+
+// TestAdHoc searches the space PROTOMODEL_RULES and the other PROTOMODEL_*
+// variables describe (envConfig), for runs by hand.
+func TestAdHoc(t *testing.T) {
+	cfg, rules, ok := envConfig()
+	if !ok {
+		t.Skip("set PROTOMODEL_RULES (old, new, new+prelude, new-writes-not-stamped, new-no-delay, new-stale-reads)")
+	}
+	t.Logf("%+v", cfg)
+	res := search(t, "ad hoc", cfg, rules)
+	if res.Violation != nil {
+		logTrace(t, "violation: "+res.Violation.String(), res.Trace)
+		if cfg.DFS {
+			logTrace(t, "minimized", minimized(t, cfg, rules, res))
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package protomodel
+
+const raceOn = false

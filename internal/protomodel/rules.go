@@ -1,0 +1,103 @@
+package protomodel
+
+// Rules selects how a repair decides that it may write, and what its writes
+// are conditional on: today's code (Old) or the fix (New), and the broken
+// variants that show the checker is not vacuous.
+type Rules struct {
+	Name string
+
+	// UptimeCounts: the restart delay is TTL - max(now - stamp, uptime), as
+	// restartDelay in repair.go at 5e7ef93: a node emptied while running
+	// has a long uptime, so it is repaired at once.
+	UptimeCounts bool
+	// StampAge: the target's stamp must be at least TTL old by the node's
+	// clock (the only delay when UptimeCounts is off).
+	StampAge bool
+	// RepairerClock: the repairer itself first saw that same stamp (time and
+	// nonce) at least TTL ago by its own clock.
+	RepairerClock bool
+	// FreshReads: every read of the round whose G values the repair uses
+	// was made once the repairer's delay had passed (the round began at
+	// least TTL after the repairer first saw the stamp).
+	FreshReads bool
+	// StampedWrites: the uuid swap and the repair script write only if the
+	// node still holds the stamp the repairer read (time and nonce).
+	// Without it the swap is conditional on the uuid read and the repair
+	// script on the uuid claimed, as swap_uuid.lua and repair.lua are.
+	StampedWrites bool
+	// WritePrelude: the swap and the repair script run the identity
+	// prelude first, as the fenced scripts do, so that a stamp brought back
+	// by a restart from an older copy of the data (it names an earlier
+	// run) is replaced before it is compared.
+	WritePrelude bool
+}
+
+// Old is the code at 5e7ef93.
+var Old = Rules{Name: "old", UptimeCounts: true, StampAge: true}
+
+// New is the fix: the delay runs from the loss stamp only, by the node's
+// clock and by the repairer's, the G values come from a round read after
+// it, and every repair write is conditional on the stamp.
+var New = Rules{Name: "new", StampAge: true, RepairerClock: true, FreshReads: true, StampedWrites: true}
+
+// NewPrelude is New whose repair writes also run the identity prelude.
+var NewPrelude = Rules{Name: "new+prelude", StampAge: true, RepairerClock: true, FreshReads: true,
+	StampedWrites: true, WritePrelude: true}
+
+// NewWritesNotStamped is New whose writes are conditional on the uuid only
+// (broken on purpose).
+var NewWritesNotStamped = Rules{Name: "new-writes-not-stamped", StampAge: true, RepairerClock: true, FreshReads: true}
+
+// NewNoDelay is New without any delay (broken on purpose): the stamped
+// writes remain.
+var NewNoDelay = Rules{Name: "new-no-delay", StampedWrites: true}
+
+// NewStaleReads is New whose G values may come from reads made before the
+// delay had passed (broken on purpose): the node's and the repairer's
+// delays are checked on the target's read only.
+var NewStaleReads = Rules{Name: "new-stale-reads", StampAge: true, RepairerClock: true, StampedWrites: true}
+
+// delayPassed tells whether repairer r, whose round of reads just
+// completed at global time now, may go on to write its target.
+func (ru *Rules) delayPassed(r *Repairer, now, ttl int) bool {
+	t := &r.Tgt
+	age := -1 // the stamp's age by the node's clock at the read
+	if t.Stamp.Set {
+		age = int(t.Now) - int(t.Stamp.T)
+	}
+	if ru.UptimeCounts {
+		// restartDelay: out = now - lostAt; for a node without an id
+		// (every node that is not intact, here) out = max(out, uptime).
+		out := max(age, 0)
+		if t.ID < 0 {
+			out = max(out, int(t.Uptime))
+		}
+		if ttl-out > 0 {
+			return false
+		}
+	} else if ru.StampAge && age < ttl {
+		return false
+	}
+	if ru.RepairerClock && (r.Seen != t.Stamp || now-int(r.SeenAt) < ttl) {
+		return false
+	}
+	if ru.FreshReads && int(r.RoundStart) < int(r.SeenAt)+ttl {
+		return false
+	}
+	return true
+}
+
+// writeStamp is the stamp a repair write is conditional on, nil for none.
+func (ru *Rules) writeStamp(r *Repairer) *Stamp {
+	if ru.StampedWrites {
+		return &r.Want
+	}
+	return nil
+}
+
+// usesUptime: the restart epoch is part of the state only under rules that
+// read it (a canonical form for the others).
+func (ru *Rules) usesUptime() bool { return ru.UptimeCounts }
+
+// usesSeen: the repairer's memory of the stamp matters.
+func (ru *Rules) usesSeen() bool { return ru.RepairerClock || ru.FreshReads }
