@@ -12,7 +12,7 @@ NODE_PKGS   := . ./fence ./cmd/redlock ./internal/luascript
 # The oldest Go the module declares (go.mod's go line): test-oldest-go builds with it.
 GO_MIN      := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps deps-valkey test test-valkey test-fips test-oldest-go ci demo chaos lint bench bench-quick clean
+.PHONY: all deps deps-valkey test test-valkey test-fips test-oldest-go ci demo chaos lint bench bench-quick model-deep clean
 
 all: lint test
 
@@ -36,6 +36,13 @@ deps:
 test: deps
 	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
 	cd redlockotel && $(GO) test -race -count=1 -timeout 5m ./...
+	# The protocol model's exhaustive searches, which -race would slow tenfold (about 2 minutes).
+	$(GO) test -count=1 -timeout 10m ./internal/protomodel
+
+## model-deep: the protocol model (internal/protomodel) searched to larger bounds than make test
+## does: every interleaving of clients, wipes, snapshots and repairs (see its package doc).
+model-deep:
+	PROTOMODEL_DEEP=1 $(GO) test -count=1 -timeout 120m -run Deep -v ./internal/protomodel
 
 ## deps-valkey: install valkey-server 8.0 from Debian's backports suite, beside redis-server
 ## (.ci/install-valkey derives the apt source from the machine's own Debian source).
