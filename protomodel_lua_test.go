@@ -125,6 +125,7 @@ type diffEnv struct {
 	base   int64  // node ms at diffNow, in the current case
 
 	total, failures, gapCases, gapModelDisagrees int
+	gapExamples                                  map[string]bool // scripts whose gap was shown
 	counts                                       map[string]int
 	order                                        []string
 }
@@ -164,7 +165,7 @@ func newDiffEnv(ctx context.Context, t *testing.T, rdb *redis.Client) *diffEnv {
 	l.keyArgs = boxKeys(l.key, l.marker, nextKey(l.key), queue, seen)
 	l.valueArg = l.value
 	l.list = &listView{roster: rosterStr(rosterRight)}
-	return &diffEnv{ctx: ctx, t: t, rdb: rdb, c: c, l: l, replid: replid, other: other, counts: map[string]int{}}
+	return &diffEnv{ctx: ctx, t: t, rdb: rdb, c: c, l: l, replid: replid, other: other, counts: map[string]int{}, gapExamples: map[string]bool{}}
 }
 
 func valueStr(v uint8) string { return "v" + strconv.Itoa(int(v)) }
@@ -244,11 +245,11 @@ func (dc diffCase) String() string {
 // The grid's values.
 var (
 	// id marker: none, ours with the current replication id recorded, ours
-	// with another recorded (restarted, promoted)
+	// with another recorded (restarted, promoted), and id 0 (intact)
 	diffIDs = []struct {
 		id  int8
 		rec uint8
-	}{{-1, diffOtherRun}, {diffOwnID, diffRun}, {diffOwnID, diffOtherRun}}
+	}{{-1, diffOtherRun}, {diffOwnID, diffRun}, {diffOwnID, diffOtherRun}, {0, diffRun}}
 	diffUUIDs   = []int8{-1, 1, 2}
 	diffRosters = []rosterKind{rosterRight, rosterAbsent, rosterOther}
 	diffStamps  = []protomodel.Stamp{{}, // none, of this run, of an earlier run
@@ -261,8 +262,7 @@ var (
 	}{{0, 0}, {diffValue, diffNow + 3}, {diffOtherValue, diffNow + 1}, {diffValue, diffNow}}
 )
 
-func mkCase(i, id, uuid, roster, stamp int, g, e, h int32, lock int) diffCase {
-	_ = i
+func mkCase(id, uuid, roster, stamp int, g, e, h int32, lock int) diffCase {
 	n := protomodel.Node{Run: diffRun, Epoch: diffEpoch}
 	n.ID, n.RecRun = diffIDs[id].id, diffIDs[id].rec
 	n.UUID = diffUUIDs[uuid]
@@ -458,6 +458,17 @@ func rosterAfter(dc diffCase, after protomodel.Node) rosterKind {
 // outsideModel: an intact node holding another roster than the client's.
 func outsideModel(dc diffCase) bool { return dc.n.Intact() && dc.roster != rosterRight }
 
+// gapExample logs the first input of script on which the model disagrees
+// with the scripts' rule (diffGap).
+func (d *diffEnv) gapExample(script string, dc diffCase, args, modelReply string, model protomodel.Node) {
+	if d.gapExamples[script] {
+		return
+	}
+	d.gapExamples[script] = true
+	d.t.Logf("known gap, %s on %v, %s: the model replies %s and leaves %+v; the script writes nothing",
+		script, dc, args, modelReply, heldKeys(model))
+}
+
 func (d *diffEnv) perScript() string {
 	var parts []string
 	for _, s := range d.order {
@@ -479,7 +490,7 @@ func (d *diffEnv) acquireCases() {
 					for _, h := range []int32{0, 3*256 + 2, 9 * 256} {
 						for lock := range diffLocks {
 							i++
-							dc := mkCase(i, id, i%3, roster, stamp, g, []int32{0, 4}[i%2], h, lock)
+							dc := mkCase(id, i%3, roster, stamp, g, []int32{0, 4}[i%2], h, lock)
 							d.acquireCase(dc)
 						}
 					}
@@ -515,7 +526,7 @@ func (d *diffEnv) commitCases() {
 						for _, h := range []int32{0, 3*256 + 1, 4*256 + 2} {
 							for _, tok := range []int32{2*256 + 2, 3*256 + 1, 4*256 + 1, 6*256 + 0} {
 								i++
-								dc := mkCase(i, id, i%3, roster, stamp, g, e, h, i%len(diffLocks))
+								dc := mkCase(id, i%3, roster, stamp, g, e, h, i%len(diffLocks))
 								d.commitCase(dc, tok)
 							}
 						}
@@ -555,7 +566,7 @@ func (d *diffEnv) releaseCases() {
 			for _, sure := range []bool{true, false} {
 				for _, announce := range []bool{true, false} {
 					i++
-					dc := mkCase(i, id, i%3, i%3, i%3, int32(i%4), 0, int32(i%2)*(2*256+1), lock)
+					dc := mkCase(id, i%3, i%3, i%3, int32(i%4), 0, int32(i%2)*(2*256+1), lock)
 					d.encode(dc)
 					n, err := d.c.releaseCall(d.l, sure, announce).run(d.ctx, d.rdb).Int64()
 					want := dc.n
@@ -582,7 +593,7 @@ func (d *diffEnv) readStateCases() {
 				for stamp := range diffStamps {
 					for _, g := range []int32{0, 4} {
 						i++
-						dc := mkCase(i, id, uuid, roster, stamp, g, int32(i%2)*3, 0, i%len(diffLocks))
+						dc := mkCase(id, uuid, roster, stamp, g, int32(i%2)*3, 0, i%len(diffLocks))
 						d.encode(dc)
 						var got string
 						v, err := nodeStateLua.Run(d.ctx, d.rdb, keys, nonce).Slice()
@@ -654,7 +665,7 @@ func (d *diffEnv) swapCases() {
 					for _, read := range []int8{-1, 1} {
 						for _, u := range []int8{1, 2, -1} {
 							i++
-							dc := mkCase(i, id, uuid, i%3, stamp, int32(i%3), 0, 0, i%len(diffLocks))
+							dc := mkCase(id, uuid, i%3, stamp, int32(i%3), 0, 0, i%len(diffLocks))
 							ws := d.wantStamp(dc, w)
 							d.encode(dc)
 							got, err := swapUUIDLua.Run(d.ctx, d.rdb, keys, uuidStr(read), uuidStr(u), d.stampStr(ws)).Text()
@@ -666,6 +677,7 @@ func (d *diffEnv) swapCases() {
 								d.gapCases++
 								if wantReply != replyOf(uuidStr(dc.n.UUID), nil) {
 									d.gapModelDisagrees++
+									d.gapExample("swap_uuid", dc, args, wantReply, want)
 								}
 								want, wantReply = dc.n, replyOf(uuidStr(dc.n.UUID), nil)
 								args += " [known gap: the script's rule]"
@@ -698,7 +710,7 @@ func (d *diffEnv) repairCases() {
 					for _, g := range []int32{3, 7} {
 						for _, e := range []int32{0, 6} {
 							i++
-							dc := mkCase(i, 0, uuid, i%3, stamp, 5, e, int32(i%2)*(2*256+1), i%len(diffLocks))
+							dc := mkCase(0, uuid, i%3, stamp, 5, e, int32(i%2)*(2*256+1), i%len(diffLocks))
 							dc.n.ID, dc.n.RecRun = ids[idc].id, ids[idc].rec
 							ws := d.wantStamp(dc, w)
 							const u, id = 1, diffOwnID
@@ -721,6 +733,7 @@ func (d *diffEnv) repairCases() {
 								d.gapCases++
 								if wantReply != strconv.Itoa(protomodel.RepairLostUUID) || want != dc.n {
 									d.gapModelDisagrees++
+									d.gapExample("repair", dc, args, wantReply, want)
 								}
 								want, wantReply = dc.n, strconv.Itoa(protomodel.RepairLostUUID)
 								if res != 2 || err != nil {
