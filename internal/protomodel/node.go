@@ -183,11 +183,17 @@ func (n *Node) SwapUUID(now int, read, u int8, want *Stamp, prelude bool) int8 {
 	if n.ID >= 0 {
 		return n.UUID
 	}
-	if n.UUID == read && (want == nil || n.Stamp == *want) {
+	if n.UUID == read && (want == nil || n.stampStill(*want)) {
 		n.UUID = u
 	}
 	return n.UUID
 }
+
+// stampStill is the stamped writes' condition (swap_uuid.lua, repair.lua):
+// the node holds the very stamp the repairer read, made in the run it
+// serves now (a node restored from a snapshot, or restarted, brings back a
+// stamp of an earlier run, and has lost what happened since).
+func (n *Node) stampStill(want Stamp) bool { return n.Stamp == want && want.Run == n.Run }
 
 // Replies of RepairWrite.
 const (
@@ -206,7 +212,7 @@ func (n *Node) RepairWrite(now int, u, id int8, g int32, want *Stamp, prelude bo
 	if prelude {
 		n.stampIfLost(now)
 	}
-	if n.UUID != u || want != nil && n.Stamp != *want {
+	if n.UUID != u || want != nil && !n.stampStill(*want) {
 		return RepairLostUUID
 	}
 	if n.ID >= 0 && n.ID != id {
