@@ -130,7 +130,7 @@ func TestRollbackBringsBackAStamp(t *testing.T) {
 	if m.SwapUUID(2, -1, 1, &st.Stamp, true) != -1 || m.Stamp == st.Stamp || m.Stamp.Run != 1 {
 		t.Fatalf("with the prelude, the old stamp is replaced: %+v", m)
 	}
-	if n.SwapUUID(2, -1, 1, &st.Stamp, false) != 1 || n.RepairWrite(2, 1, 1, 5, &st.Stamp, false) != RepairDone {
-		t.Fatalf("without the prelude, the old stamp passes: %+v", n)
+	if n.SwapUUID(2, -1, 1, &st.Stamp, false) != -1 || n.RepairWrite(2, 1, 1, 5, &st.Stamp, false) != RepairLostUUID {
+		t.Fatalf("without the prelude, the old stamp is refused all the same (it is of another run): %+v", n)
 	}
 }
