@@ -147,8 +147,8 @@ func notIntact(i int, f nodeFacts) (why, remedy string) {
 			"provisioned under, and may lack its last writes)", f.ReplID, ff.RecordedReplID), ""
 	case ff.IDMarker == nil && ff.HasRoster && ff.HasUUID:
 		return "holds the roster but no id (provisioning did not finish on it, or it was restored from a " +
-			"snapshot taken then)", fmt.Sprintf("`redlock provision` gives it its id through a repair, which "+
-			"waits out the delayed restart (or `redlock repair --node %d --wait`).", i)
+				"snapshot taken then)", fmt.Sprintf("`redlock provision` gives it its id through a repair, which "+
+				"waits out the delayed restart (or `redlock repair --node %d --wait`).", i)
 	case ff.IDMarker == nil:
 		return "lost its data (amnesiac; it holds no fencing id while other nodes do)", ""
 	}
