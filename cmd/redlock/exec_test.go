@@ -122,7 +122,7 @@ func (h hangSecondExtension) ProcessPipelineHook(next redis.ProcessPipelineHook)
 }
 func (h hangSecondExtension) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if a := cmd.Args(); len(a) == 6 && a[3] == h.key {
+		if a := cmd.Args(); isExtension(a) && a[3] == h.key {
 			err := errors.New("test: link cut")
 			if h.extends.Add(1) > 3 {
 				<-ctx.Done()
