@@ -158,7 +158,7 @@ func (s sys) decide2(ci int, mask uint8, log *[]string) (eff Effect) {
 	switch {
 	case abort:
 		s.fail(ci, "superseded: a reply above its token", log)
-	case g >= Majority && int(s.Now) < int(c.Start)+s.cfg.TTL:
+	case g >= Majority && (int(s.Now) < int(c.Start)+s.cfg.TTL || s.cfg.NoValidityCheck):
 		c.Phase = Holding
 		if log != nil {
 			s.logf(log, "c%d HOLDS the lock with token %d, valid until t=%d", ci, c.Best, int(c.Start)+s.cfg.TTL)

@@ -36,6 +36,7 @@ func TestOldItem1EmptiedNodeIsRepairedAtOnce(t *testing.T) {
 // nothing can go wrong. What item 1 needs is precisely the wipe without
 // a restart.
 func TestOldItem1NeedsAWipeWithoutRestart(t *testing.T) {
+	skipUnderRace(t)
 	cfg := item1Old
 	cfg.WipeNoRestart, cfg.WipeRestart = false, true
 	if res := search(t, "item 1, wipes with a restart", cfg, Old); res.Violation != nil {
@@ -45,9 +46,7 @@ func TestOldItem1NeedsAWipeWithoutRestart(t *testing.T) {
 }
 
 func TestOldItem3StaleRepairReadmitsANodeLostAgain(t *testing.T) {
-	if raceOn {
-		t.Skip("a search of some 4 million states: too slow under the race detector, and single-threaded")
-	}
+	skipUnderRace(t)
 	res := search(t, "item 3", item3Old, Old)
 	if res.Violation == nil || res.Violation.Prop != PropLease {
 		t.Fatalf("want a lease violation, got %v", res.Violation)

@@ -7,6 +7,7 @@ import "testing"
 // with and without them, each search finds a violation of the same
 // property, or none.
 func TestReductionsChangeNoVerdict(t *testing.T) {
+	skipUnderRace(t)
 	oneClient := Config{Clients: 1, Attempts: 2, Unlock: true, Timeouts: true, Repairers: 1, Wipes: 1,
 		WipeNoRestart: true, WipeNodes: n1, RepairNodes: n1, TTL: 1, MaxTime: 1, DFS: true}
 	for _, c := range []struct {
@@ -18,9 +19,6 @@ func TestReductionsChangeNoVerdict(t *testing.T) {
 		{"item 1", item1Old, New},
 		{"one client, two attempts", oneClient, New},
 	} {
-		if raceOn && c.cfg.MaxTime > 0 {
-			continue
-		}
 		reduced := search(t, c.name, c.cfg, c.rules)
 		full := c.cfg
 		full.NoReduction = true

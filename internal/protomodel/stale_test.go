@@ -38,3 +38,39 @@ func TestStaleCountersNeedFreshReads(t *testing.T) {
 		t.Fatalf("New: %v", v)
 	}
 }
+
+// The same story under New, with a client that does not check its
+// validity after round 2 (its monotonic clock stalled): the round of reads
+// begins after the delay, but the commit it misses still completes an
+// acquisition that was due to fail. U and M1 for the tokens a repaired node
+// mints rest on the clients' validity check, that is on their clocks, as
+// the lease does (docs/fencing.md says they rest on no timing).
+func TestRepairedTokensNeedTheValidityCheck(t *testing.T) {
+	cfg := staleCfg
+	cfg.NoValidityCheck, cfg.Unlock, cfg.Props = true, true, CheckU|CheckM1
+	trace := []Event{
+		{EvStart, 0, 0}, {EvAcqExec, 0, 1}, {EvGiveUp, 0, 0}, {EvRelExec, 0, 1},
+		{EvStart, 0, 0}, {EvAcqExec, 0, 1}, {EvGiveUp, 0, 0}, {EvRelExec, 0, 1},
+		{EvStart, 0, 0}, {EvAcqExec, 0, 0}, {EvAcqExec, 0, 1}, {EvDecide1, 0, 0b011},
+		{EvComExec, 0, 1},
+		{EvWipe, 1, 0},
+		{EvRepStart, 0, 1}, {EvRepRead, 0, 1}, {EvRepRead, 0, 0}, {EvRepRead, 0, 2}, // stamp seen at t=0
+		{EvTick, 0, 0},
+		{EvRepRead, 0, 2},                        // a round that begins once the delay passed ...
+		{EvComExec, 0, 2}, {EvDecide2, 0, 0b110}, // ... misses a commit that should have been too late
+		{EvRepRead, 0, 1}, {EvRepRead, 0, 0},
+		{EvRepSwap, 0, 0}, {EvRepWrite, 0, 0},
+		{EvUnlock, 0, 0}, // (it would hold for ever: its clock stalled)
+		{EvStart, 0, 0}, {EvAcqExec, 0, 0}, {EvAcqExec, 0, 1}, {EvDecide1, 0, 0b011},
+		{EvComExec, 0, 0}, {EvComExec, 0, 1}, {EvDecide2, 0, 0b011},
+	}
+	v, n := run(cfg, New, trace)
+	if v == nil || v.Prop != PropU {
+		t.Fatalf("New, no validity check: want a U violation, got %v", v)
+	}
+	logTrace(t, "New, a client that skips its validity check", Replay(cfg, New, trace[:n]))
+	cfg.NoValidityCheck = false
+	if v, _ := run(cfg, New, trace); v != nil {
+		t.Fatalf("New with the validity check: %v", v)
+	}
+}

@@ -30,7 +30,11 @@ type Config struct {
 	ClientsFrom, RepairsFrom int
 
 	Timeouts bool // a client may stop waiting (node timeout): the round is lost
-	Unlock   bool // a holder may unlock before its validity ends
+	// NoValidityCheck: clients skip the check after round 2, as a client
+	// whose monotonic clock stalled would pass it (the lease is then not
+	// worth checking).
+	NoValidityCheck bool
+	Unlock          bool // a holder may unlock before its validity ends
 
 	// Rollbacks: restarts from the last snapshot of the node's data, at
 	// most this many in all; Saves: snapshots, at most this many. Both on
