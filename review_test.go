@@ -148,28 +148,11 @@ func TestAStaleRepairDoesNotReadmitANodeRestoredFromASnapshot(t *testing.T) {
 	}
 
 	// A takes "x" on {n0, n2}, its token far above anything D read.
-	cl.withCounter(t, 0, 5000)
-	aDone, traced := newAnswered()
-	a := cl.actor(t, []*faultHook{nil, cut(), nil}, redlock.WithTTL(10*time.Second),
-		redlock.WithNodeTimeout(200*time.Millisecond), traced)
-	invA := time.Now()
-	la, err := a.TryLock(ctx, "x")
-	if err != nil {
-		t.Fatalf("A: %v", err)
-	}
+	la, ops := highTokenHolderOnN0N2(ctx, t, cl)
 	defer la.Unlock(ctx)
-	ops := []op{{invA, time.Now(), la.Token()}}
-	aDone.wait(t, "lock", 0, 2)
-	aDone.wait(t, "commit", 0, 2)
 
 	// n2 crashes and is restored from the snapshot, through a restart.
-	if err := n2.Kill(ctx); err != nil {
-		t.Fatal(err)
-	}
-	copyFile(t, backup, filepath.Join(n2.Dir(), "dump.rdb"))
-	if err := n2.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	restartFromSnapshot(ctx, t, n2, backup)
 	t.Logf("n2 restored: stamp %q", cl.inspect[2].Get(ctx, "redlock:node-lost").Val())
 
 	// D resumes.
@@ -532,27 +515,10 @@ func TestProvisionDoesNotReadmitANodeRestoredFromAProvisioningSnapshot(t *testin
 		t.Fatalf("Provision: %v", err)
 	}
 
-	cl.withCounter(t, 0, 5000)
-	aDone, traced := newAnswered()
-	a := cl.actor(t, []*faultHook{nil, cut(), nil}, redlock.WithTTL(10*time.Second),
-		redlock.WithNodeTimeout(200*time.Millisecond), traced)
-	invA := time.Now()
-	la, err := a.TryLock(ctx, "x")
-	if err != nil {
-		t.Fatalf("A: %v", err)
-	}
+	la, ops := highTokenHolderOnN0N2(ctx, t, cl)
 	defer la.Unlock(ctx)
-	ops := []op{{invA, time.Now(), la.Token()}}
-	aDone.wait(t, "lock", 0, 2)
-	aDone.wait(t, "commit", 0, 2)
 
-	if err := n2.Kill(ctx); err != nil {
-		t.Fatal(err)
-	}
-	copyFile(t, backup, filepath.Join(n2.Dir(), "dump.rdb"))
-	if err := n2.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	restartFromSnapshot(ctx, t, n2, backup)
 	// As doctor advises for a node that "holds the roster but no id".
 	admin := newOn(t, []redis.UniversalClient{hooked(t, cl.nodes[0].Addr(), nil), hooked(t, cl.nodes[1].Addr(), nil),
 		hooked(t, cl.nodes[2].Addr(), nil)}, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300*time.Millisecond))
@@ -645,5 +611,37 @@ func TestANodeFartherThanTheGraceIsSeenByACheck(t *testing.T) {
 	if n := reads.Load(); n > 3*3 {
 		t.Fatalf("%d checks of the node list (%d node state reads) in %v of locking (%d locks), with node 2 20 ms "+
 			"farther than the others: it is never seen", n/3, n, time.Since(start).Round(time.Second), locks.Load())
+	}
+}
+
+// highTokenHolderOnN0N2 is A of the snapshot replays: n0's counter raised to
+// 5000, A (its link to n1 cut) takes "x" on {n0, n2} with a high token, and
+// every node has answered its rounds. It returns A's lock and its op.
+func highTokenHolderOnN0N2(ctx context.Context, t *testing.T, cl *cluster) (*redlock.Lock, []op) {
+	t.Helper()
+	cl.withCounter(t, 0, 5000)
+	aDone, traced := newAnswered()
+	a := cl.actor(t, []*faultHook{nil, cut(), nil}, redlock.WithTTL(10*time.Second),
+		redlock.WithNodeTimeout(200*time.Millisecond), traced)
+	invA := time.Now()
+	la, err := a.TryLock(ctx, "x")
+	if err != nil {
+		t.Fatalf("A: %v", err)
+	}
+	ops := []op{{invA, time.Now(), la.Token()}}
+	aDone.wait(t, "lock", 0, 2)
+	aDone.wait(t, "commit", 0, 2)
+	return la, ops
+}
+
+// restartFromSnapshot crashes n and restarts it from the RDB file backup.
+func restartFromSnapshot(ctx context.Context, t *testing.T, n *node.Process, backup string) {
+	t.Helper()
+	if err := n.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, backup, filepath.Join(n.Dir(), "dump.rdb"))
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
