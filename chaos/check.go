@@ -20,6 +20,10 @@ const (
 	CheckLostWrites = "lost-writes" // acknowledged writes missing from the final value
 	CheckOverlap    = "overlap"     // two holders' critical sections overlapped
 	CheckLease      = "lease"       // two holders' leases overlapped: mutual exclusion broken
+
+	// CheckStaleRefused names the evidence of the fence at work, not a
+	// violation: an operation the store refused, and the token it held.
+	CheckStaleRefused = "stale-refused"
 )
 
 // Findings is every checker's result over one history.
@@ -33,6 +37,9 @@ type Findings struct {
 	TokenOrder    int
 	LostWrites    int
 	Violations    []Violation // evidence, a few per check
+	// Refusals shows what the fence refused (CheckStaleRefused), a few of
+	// them: what StaleRejected counts, and no violation.
+	Refusals []Violation
 }
 
 const evidencePerCheck = 5
@@ -58,6 +65,7 @@ func Check(h *History) Findings {
 			}
 		}
 	}
+	f.Refusals = refusals(h)
 	f.StaleAccepted = checkStoreOrder(h, add)
 	f.Duplicates, f.TokenOrder = checkTokens(h, add)
 	f.LostWrites = checkLost(h, add)

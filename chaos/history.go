@@ -50,6 +50,7 @@ type Op struct {
 	Value      int64 // read: the value seen; write: the value written
 	Accepted   bool
 	Refused    bool   // the fence turned it away (stale or reused token)
+	Highest    uint64 // a stale refusal: the higher token the store had already admitted
 	Err        string // why the store refused it, or how it failed
 }
 

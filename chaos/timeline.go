@@ -25,16 +25,25 @@ func timeline(r *Result) string {
 	x := func(d time.Duration) float64 {
 		return left + float64(min(d, span))/float64(span)*float64(width-left-10)
 	}
-	// Labels go in the first lane whose last label ends left of them.
+	// A label starts at its fault's line, or ends there where it would run
+	// past the plot's right edge. Labels go in the first lane whose last
+	// label ends left of them.
 	faults := slices.Clone(h.Faults)
 	slices.SortStableFunc(faults, func(a, b Fault) int { return cmpDur(a.At, b.At) })
+	labelFrom := func(f Fault) (from float64, endAnchored bool) {
+		if w := labelWidth(short(f)); x(f.At)+2+w > width-2 {
+			return x(f.At) - 2 - w, true
+		}
+		return x(f.At) + 2, false
+	}
 	var laneEnd []float64
 	lane := make([]int, len(faults))
 	hidden := 0
 	for i, f := range faults {
 		lane[i] = -1
+		from, _ := labelFrom(f)
 		for l := range laneEnd {
-			if laneEnd[l] < x(f.At) {
+			if laneEnd[l] < from {
 				lane[i] = l
 				break
 			}
@@ -47,7 +56,8 @@ func timeline(r *Result) string {
 			hidden++
 			continue
 		}
-		laneEnd[lane[i]] = x(f.At) + 2 + labelWidth(short(f)) + 6
+		from, _ = labelFrom(f)
+		laneEnd[lane[i]] = from + labelWidth(short(f)) + 6
 	}
 	top := 26 + laneH*len(laneEnd)
 	axisY := top + rowH*workers + 18 // the seconds' labels
@@ -56,7 +66,8 @@ func timeline(r *Result) string {
 		height += 12 // a line below them says where the workload ended
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-size="10">`, width, height)
+	// The viewBox lets the page scale the drawing down to its width.
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %[1]d %[2]d" font-size="10">`, width, height)
 	step := time.Second
 	if span <= 3*time.Second {
 		step = 500 * time.Millisecond
@@ -94,7 +105,7 @@ func timeline(r *Result) string {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#888" opacity="0.8"><title>paused %v</title></rect>`,
 				x(hold.Grant), y, x(hold.Grant+hold.Paused)-x(hold.Grant), rowH-10, hold.Paused)
 		}
-		if hold.Token > 0 && x(hold.End)-x(hold.Grant) > 18 {
+		if hold.Token > 0 && x(hold.End)-x(hold.Grant) > 6*float64(len(fmt.Sprint(hold.Token)))+4 {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#fff">%d</text>`, x(hold.Grant)+2, y+12, hold.Token)
 		}
 		for _, op := range []*Op{hold.Read, hold.Write} {
@@ -124,7 +135,12 @@ func timeline(r *Result) string {
 		if lane[i] >= 0 {
 			ly := 14 + laneH*lane[i]
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#1d4ed8" stroke-opacity="0.3"/>`, x(f.At), ly, x(f.At), top-6)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#1d4ed8" font-size="9">%s</text>`, x(f.At)+2, ly, template.HTMLEscapeString(short(f)))
+			if from, end := labelFrom(f); end {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#1d4ed8" font-size="9" text-anchor="end">%s</text>`,
+					x(f.At)-2, ly, template.HTMLEscapeString(short(f)))
+			} else {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#1d4ed8" font-size="9">%s</text>`, from, ly, template.HTMLEscapeString(short(f)))
+			}
 		}
 	}
 	if hidden > 0 {

@@ -127,6 +127,10 @@ func (w *workload) settle(op *Op, err error) {
 		op.Accepted = true
 	case errors.Is(err, fence.ErrStale), errors.Is(err, fence.ErrTokenReused):
 		op.Refused, op.Err = true, err.Error()
+		var stale *fence.StaleTokenError
+		if errors.As(err, &stale) {
+			op.Highest = stale.Highest
+		}
 	default:
 		op.Err = err.Error()
 		w.h.addError("store: " + err.Error())
