@@ -130,10 +130,10 @@ var reportTmpl = template.Must(template.New("report").Parse(`<!doctype html>
 body{font:14px system-ui,sans-serif;margin:2em;color:#222}
 .table{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font:12px monospace}
-th,td{padding:3px 8px;border-bottom:1px solid #e5e5e5;text-align:right;vertical-align:top}
+th,td{padding:3px 8px;border-bottom:1px solid #e5e5e5;text-align:right;vertical-align:top;white-space:nowrap}
 th{background:#f6f6f6;font-weight:600}
 th:first-child,td:first-child,th:last-child,td:last-child{text-align:left}
-td:last-child{min-width:14em}
+td:last-child{min-width:14em;white-space:normal}
 h2{font-size:16px;margin-top:2em}
 .ok{color:#176b2c}.bad{color:#b00020;font-weight:bold}
 .legend span{display:inline-block;margin-right:1.5em}
