@@ -27,7 +27,12 @@ import (
 // unlocks it before the panic goes on up the stack, unchanged: a caller
 // that recovers it does not keep the lock. No goroutine started by Do
 // outlives it.
+//
+// A nil fn is refused with ErrNilFunc before anything is sent.
 func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context, l *Lock) error) error {
+	if fn == nil {
+		return ErrNilFunc
+	}
 	l, err := c.Lock(ctx, name)
 	if err != nil {
 		return err

@@ -113,15 +113,28 @@ func ExampleClient_Do() {
 func ExampleClient_TryLock() {
 	nodes, stop := exampleNodes()
 	defer stop()
-	c, _ := redlock.New(nodes)
+	c, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.Close()
 	ctx := context.Background()
-	c.Provision(ctx) // once per deployment
+	if err := c.Provision(ctx); err != nil { // once per deployment
+		fmt.Println(err)
+		return
+	}
 
-	l, _ := c.TryLock(ctx, "report")
+	l, err := c.TryLock(ctx, "report")
+	if err != nil {
+		// ErrLocked: someone else holds it; ErrUnavailable: too few nodes
+		// answered. Either way there is no lock to unlock.
+		fmt.Println(err)
+		return
+	}
 	defer l.Unlock(ctx)
 
-	_, err := c.TryLock(ctx, "report")
+	_, err = c.TryLock(ctx, "report")
 	fmt.Println(errors.Is(err, redlock.ErrLocked), errors.Is(err, redlock.ErrUnavailable))
 	// Output: true false
 }
@@ -131,20 +144,35 @@ func ExampleClient_TryLock() {
 func ExampleLock_Token() {
 	nodes, stop := exampleNodes()
 	defer stop()
-	c, _ := redlock.New(nodes)
+	c, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.Close()
 	ctx := context.Background()
-	c.Provision(ctx)         // once per deployment
+	if err := c.Provision(ctx); err != nil { // once per deployment
+		fmt.Println(err)
+		return
+	}
 	store := &fence.Memory{} // the protected service's fence
 
-	a, _ := c.Lock(ctx, "invoice:7")
+	a, err := c.Lock(ctx, "invoice:7")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	a.Unlock(ctx) // stands for A's lease running out while A is paused (GC, swap)
 
-	b, _ := c.Lock(ctx, "invoice:7")
+	b, err := c.Lock(ctx, "invoice:7")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer b.Unlock(ctx)
 	fmt.Println("B writes:", store.Admit(ctx, "invoice:7", b.Token(), ""))
 
-	err := store.Admit(ctx, "invoice:7", a.Token(), "") // A wakes up
+	err = store.Admit(ctx, "invoice:7", a.Token(), "") // A wakes up
 	fmt.Println("A writes:", errors.Is(err, fence.ErrStale))
 	// Output:
 	// B writes: <nil>
@@ -165,11 +193,19 @@ func ExampleWithObserver() {
 		}
 		fmt.Printf("%s %q: err=%v, granted by at least a majority: %v\n", ev.Op, ev.Name, ev.Err, granted >= 3)
 	})
-	c, _ := redlock.New(nodes, redlock.WithObserver(obs), redlock.WithoutFencing())
+	c, err := redlock.New(nodes, redlock.WithObserver(obs), redlock.WithoutFencing())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.Close()
 	ctx := context.Background()
 
-	l, _ := c.TryLock(ctx, "report")
+	l, err := c.TryLock(ctx, "report")
+	if err != nil {
+		fmt.Println(err) // the observer saw the failed attempt too
+		return
+	}
 	l.Unlock(ctx)
 	// Output:
 	// lock "report": err=<nil>, granted by at least a majority: true
@@ -195,7 +231,11 @@ func ExampleWithTrace() {
 			fmt.Printf("round 1 won by a majority: %v; committing a token: %v\n", granted.Load() >= 3, token > 0)
 		},
 	}
-	c, _ := redlock.New(nodes, redlock.WithTrace(trace))
+	c, err := redlock.New(nodes, redlock.WithTrace(trace))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.Close()
 	ctx := context.Background()
 	if err := c.Provision(ctx); err != nil {

@@ -43,6 +43,17 @@ const (
 	// identifier (a tenant, a table and a row; a URL path); hash longer ones.
 	MaxNameLength = 1024
 
+	// MaxTTL is the ceiling over every TTL (ErrTTLTooLong): a year. The
+	// package derives durations from the TTL (twice it for the fencing
+	// retention, ten times it for release markers), which must not
+	// overflow; a lease of more than a year is a configuration mistake.
+	MaxTTL = 365 * 24 * time.Hour
+
+	// MinRetryDelay is the floor under the maximum retry delay
+	// (ErrBadRetryDelay): below it, a waiter's attempts while the lock
+	// is held are paced by the round trips alone, hundreds a second.
+	MinRetryDelay = time.Millisecond
+
 	// driftConstant is the fixed part of the drift allowance (redlock-rb,
 	// the Redis spec): it covers the millisecond resolution of PX.
 	driftConstant = 2 * time.Millisecond
@@ -80,7 +91,10 @@ func defaultConfig() config {
 	}
 }
 
-// WithTTL sets how long a lock lives on each node before Redis expires it.
+// WithTTL sets how long a lock lives on each node before Redis expires it,
+// for every lock of the client that For does not set otherwise. It must lie
+// within [MinTTL, MaxTTL] (ErrTTLTooShort, ErrTTLTooLong), and with fencing
+// the retention must cover it (ErrRetentionTooShort: raise WithRetention).
 // The validity a holder may rely on is shorter: it ends TTL minus the drift
 // allowance after the acquisition began, so the caller gets TTL minus the
 // time the acquisition took minus the drift allowance. New refuses a TTL
@@ -110,7 +124,8 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor 
 func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
 
 // WithRetryDelay sets the bounds of the random pause between attempts in
-// Lock and Do. Clients that share a lock may use different bounds: a
+// Lock and Do. New refuses min < 0, max < min and max < MinRetryDelay
+// (ErrBadRetryDelay). Clients that share a lock may use different bounds: a
 // waiter keeps its place in the lock's queue for max plus two node
 // timeouts after each attempt, as its own client set them.
 func WithRetryDelay(min, max time.Duration) Option {
@@ -145,10 +160,11 @@ func WithoutFencing() Option { return func(c *config) { c.fencing = false } }
 // retention.
 func WithRetention(r time.Duration) Option { return func(c *config) { c.retention = r } }
 
-// minRetention is the shortest retention the proof of M2 allows: H must
-// outlive an acquisition that began before the commit by more than a TTL.
-func (c *config) minRetention() time.Duration {
-	return 2*c.ttl + 2*c.nodeTimeout + c.drift()
+// minRetentionFor is the shortest retention the proof of M2 allows for a
+// lease of ttl: H must outlive an acquisition that began before the commit
+// by more than a TTL.
+func (c *config) minRetentionFor(ttl time.Duration) time.Duration {
+	return 2*ttl + 2*c.nodeTimeout + c.driftOf(ttl)
 }
 
 // patience is the longest a round waits for its nodes while fewer than a
@@ -221,17 +237,36 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: got %v", ErrBadDriftFactor, c.driftFactor)
 	case c.nodeTimeout <= 0:
 		return fmt.Errorf("%w: got %v", ErrBadNodeTimeout, c.nodeTimeout)
-	case c.ttl < MinTTL:
-		return fmt.Errorf("%w: %v is below the minimum %v; with node timeout %v and drift factor %v, "+
-			"the shortest TTL that works is %v", ErrTTLTooShort, c.ttl, MinTTL, c.nodeTimeout, c.driftFactor, c.minTTL())
-	case !c.leavesValidity(c.ttl):
-		return fmt.Errorf("%w: TTL %v must exceed %d round(s) of node timeout %v plus the drift "+
-			"(TTL × %v + %v = %v); the shortest TTL that works with these is %v (or shorten the node timeout)",
-			ErrNoValidityBudget, c.ttl, c.rounds(), c.nodeTimeout, c.driftFactor, driftConstant, c.drift(), c.minTTL())
-	case c.retryDelayMin < 0 || c.retryDelayMax < c.retryDelayMin:
-		return fmt.Errorf("%w: min %v, max %v", ErrBadRetryDelay, c.retryDelayMin, c.retryDelayMax)
-	case c.fencing && c.retention < c.minRetention():
-		return fmt.Errorf("%w: %v is below 2*TTL + 2*node timeout + drift = %v", ErrRetentionTooShort, c.retention, c.minRetention())
+	case c.retryDelayMin < 0 || c.retryDelayMax < c.retryDelayMin || c.retryDelayMax < MinRetryDelay:
+		return fmt.Errorf("%w: min %v, max %v (max must be at least MinRetryDelay, %v)",
+			ErrBadRetryDelay, c.retryDelayMin, c.retryDelayMax, MinRetryDelay)
+	}
+	if err := c.validateTTL(c.ttl, "WithTTL"); err != nil {
+		return err
 	}
 	return validateKeyPrefix(c.keyPrefix)
+}
+
+// validateTTL checks a lease TTL against the floor, the ceiling, the
+// validity budget and the fencing retention: the client's (WithTTL) and
+// every per-call one (For) alike. option names what sets it, for the
+// messages. The drift factor and node timeout must be valid.
+func (c *config) validateTTL(ttl time.Duration, option string) error {
+	switch {
+	case ttl < MinTTL:
+		return fmt.Errorf("%w: %s(%v) is below the minimum %v; with node timeout %v and drift factor %v, "+
+			"the shortest TTL that works is %v", ErrTTLTooShort, option, ttl, MinTTL, c.nodeTimeout, c.driftFactor, c.minTTL())
+	case ttl > MaxTTL:
+		// Checked before anything is computed from it: 2*TTL overflows.
+		return fmt.Errorf("%w: %s(%v) is above the maximum, MaxTTL (%v)", ErrTTLTooLong, option, ttl, MaxTTL)
+	case !c.leavesValidity(ttl):
+		return fmt.Errorf("%w: %s(%v) must exceed %d round(s) of node timeout %v plus the drift "+
+			"(TTL × %v + %v = %v); the shortest TTL that works with these is %v (or shorten the node timeout)",
+			ErrNoValidityBudget, option, ttl, c.rounds(), c.nodeTimeout, c.driftFactor, driftConstant, c.driftOf(ttl), c.minTTL())
+	case c.fencing && c.retention < c.minRetentionFor(ttl):
+		return fmt.Errorf("%w: %s(%v) needs a fencing retention of at least 2*TTL + 2*node timeout + drift = %v, "+
+			"and the retention is %v: raise it with WithRetention (the same on every client), or shorten the TTL",
+			ErrRetentionTooShort, option, ttl, c.minRetentionFor(ttl), c.retention)
+	}
+	return nil
 }

@@ -77,7 +77,9 @@ type scriptArgs struct {
 // more failures than N-1 nodes would: six nodes, like five, survive two.
 //
 // A nil node, including a nil pointer such as a (*redis.Client)(nil), is
-// refused with ErrNilNode.
+// refused with ErrNilNode, and a nil Option with ErrNilOption; every bad
+// option has its own error (see the Option functions), wrapped with the
+// offending value.
 //
 // New adds a hook (AddHook) to each node's go-redis client, once per
 // client however many lock clients use it, that records why its dials fail,
@@ -99,7 +101,10 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		seen[n] = i
 	}
 	cfg := defaultConfig()
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: opts[%d]", ErrNilOption, i)
+		}
 		o(&cfg)
 	}
 	if err := cfg.validate(); err != nil {

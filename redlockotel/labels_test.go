@@ -56,6 +56,9 @@ var labels = map[string]struct {
 	"ErrTooManyNodes":      {redlock.ErrTooManyNodes, "bad_config"},
 	"ErrFencingNode":       {redlock.ErrFencingNode, "bad_config"},
 	"ErrBadKeyPrefix":      {redlock.ErrBadKeyPrefix, "bad_config"},
+	"ErrTTLTooLong":        {redlock.ErrTTLTooLong, "bad_config"},
+	"ErrNilOption":         {redlock.ErrNilOption, "bad_config"},
+	"ErrNilFunc":           {redlock.ErrNilFunc, "bad_input"},
 }
 
 // sentinels lists the exported package-level Err* variables declared in

@@ -207,7 +207,8 @@ func (o *Observer) nodeAttr(i int) attribute.KeyValue {
 // nil, "canceled" when the caller's context ended it, else the kind of
 // failure, one label per sentinel error of package redlock (several share
 // one: the three bad-name errors are "bad_name", the configuration errors of
-// New are "bad_config", ErrReleased counts as "expired"). An error that
+// New are "bad_config" (ErrNilOption too, from any call), a nil function
+// given to Do is "bad_input", ErrReleased counts as "expired"). An error that
 // matches none is "error".
 func Result(err error) string {
 	switch {
@@ -266,6 +267,9 @@ var resultLabels = []struct {
 	{redlock.ErrTooManyNodes, "bad_config"},
 	{redlock.ErrFencingNode, "bad_config"},
 	{redlock.ErrBadKeyPrefix, "bad_config"},
+	{redlock.ErrTTLTooLong, "bad_config"},
+	{redlock.ErrNilOption, "bad_config"},
+	{redlock.ErrNilFunc, "bad_input"},
 }
 
 var outcomeNames = map[redlock.Outcome]string{
