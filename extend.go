@@ -15,6 +15,11 @@ import (
 // value. It succeeds only if a majority extended it within the validity; the
 // new validity then runs from the start of the call. It never re-creates an
 // expired key, and it fails with ErrExpired once Done has closed.
+//
+// Once Unlock has begun on this Lock, Extend fails with ErrReleased, also
+// when the Unlock began while the extension was in flight and took the
+// keys from under it: ErrExpired means the lock ran out while held, never
+// that this handle released it.
 func (l *Lock) Extend(ctx context.Context) error {
 	start := l.c.cfg.clock.Now()
 	until, nodes, err := l.extend(ctx, start)
@@ -28,9 +33,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 // extend returns the new end of the validity, and what each node answered.
 func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, nodes []NodeResult, err error) {
 	qe := &QuorumError{Op: "extend", Name: l.name}
-	l.mu.Lock()
-	released := l.released
-	l.mu.Unlock()
+	released := l.isReleased()
 	select {
 	case <-l.done:
 		qe.Kind = ErrExpired
@@ -65,8 +68,21 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 			qe.Kind = ErrExpired
 		}
 	}
+	if qe.Kind != nil && l.isReleased() {
+		// This handle's Unlock began before the outcome was decided: it,
+		// not an expiry, took the keys (or keeps the new deadline from
+		// being set), and nothing overlapped.
+		qe.Kind = ErrReleased
+	}
 	qe.Nodes = t.snapshot()
 	return time.Time{}, qe.Nodes, qe
+}
+
+// isReleased tells whether Unlock has begun on l.
+func (l *Lock) isReleased() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.released
 }
 
 // moveDeadline sets a later validity end, unless the lock already ended.
