@@ -90,4 +90,3 @@ func TestExtendRacingUnlockReportsReleased(t *testing.T) {
 		})
 	}
 }
-
