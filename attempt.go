@@ -26,11 +26,15 @@ import (
 // begin with '}' (see ErrBadName); otherwise TryLock sends nothing and
 // returns ErrEmptyName, ErrNameTooLong or ErrBadName, wrapped, not a
 // *QuorumError. Lock and Do check names the same way.
-func (c *Client) TryLock(ctx context.Context, name string) (*Lock, error) {
+func (c *Client) TryLock(ctx context.Context, name string, opts ...LockOption) (*Lock, error) {
+	ls, err := c.leaseOf(c.defaultLease(), opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := c.beforeTry(ctx, name); err != nil {
 		return nil, err
 	}
-	return c.tryLock(ctx, name, "", 0)
+	return c.tryLock(ctx, name, "", 0, ls)
 }
 
 // beforeTry is what TryLock does before its attempt: it refuses a bad name
@@ -52,7 +56,7 @@ func (c *Client) beforeTry(ctx context.Context, name string) error {
 // Votes count only from nodes that showed the deployment's identity at
 // the check of the node list (nodelist.go), which the first attempt waits
 // for.
-func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.Duration) (_ *Lock, err error) {
+func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.Duration, ls lease) (_ *Lock, err error) {
 	if err := c.settling.wait(ctx, name, c.epoch); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 	}
@@ -63,7 +67,7 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 	if tr := c.cfg.trace; tr != nil && tr.AttemptStart != nil {
 		tr.AttemptStart(name)
 	}
-	l := c.newLock(name)
+	l := c.newLock(name, ls)
 	l.list = list
 	// A refusal may come from this client's own release or rollback of the
 	// name, if one was in flight when the attempt went out (QuorumError.ended).
@@ -109,9 +113,9 @@ func (l *Lock) roundOne(ctx context.Context, waited time.Duration) (*tally, erro
 	} else if l.waiter == "" {
 		// TryLock never queues, so the script touches neither the queue nor
 		// its arguments: left out, the call costs the node about 7% less.
-		l.acquire = newScriptCall(acquireLua, l.keyArgs[:3], l.valueArg, c.args.ttl, "")
+		l.acquire = newScriptCall(acquireLua, l.keyArgs[:3], l.valueArg, l.lease.arg, "")
 	} else {
-		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, c.args.ttl, l.waiter, c.args.staleWaiter, waitedUs)
+		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, l.lease.arg, l.waiter, c.args.staleWaiter, waitedUs)
 	}
 	return c.runRound(ctx, roundSpec{name: "lock", op: op, then: l.afterAcquire},
 		(*tally).decided, c.giveUpOnContention)
@@ -148,7 +152,7 @@ func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []N
 	// The keys were set after start, so they last until start + TTL, less
 	// the drift. (Counting from the end of the attempt would subtract its
 	// duration twice.)
-	until := start.Add(c.cfg.ttl - c.cfg.drift())
+	until := start.Add(c.cfg.validity(l.lease.ttl))
 	var token int64
 	if c.cfg.fencing {
 		token = t.best
@@ -238,7 +242,7 @@ func definite(o Outcome) bool { return o == NodeGranted || o == NodeRefused }
 func (l *Lock) acquired(results []NodeResult, until time.Time) {
 	l.results = results
 	l.until = until
-	l.timer = l.c.cfg.clock.AfterFunc(l.doneIn(until), l.closeDone)
+	l.timer = l.c.cfg.clock.AfterFunc(l.doneIn(until, l.lease.ttl), l.closeDone)
 	l.success = true
 	close(l.verdict)
 }

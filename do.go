@@ -11,7 +11,8 @@ import (
 // Do acquires the lock called name (waiting as Lock does), runs fn while
 // holding it, and releases it when fn returns.
 //
-// While fn runs, the lock is extended every TTL/3. If the lock cannot be
+// While fn runs, the lock is extended every TTL/3, TTL being the lock's
+// (For, or the client's; an Extend with For by fn changes it). If the lock cannot be
 // kept, the context passed to fn is cancelled with ErrLockLost as its cause
 // (context.Cause): fn must stop touching the protected resource then. That
 // happens as soon as an extension fails and the validity left would not
@@ -29,11 +30,11 @@ import (
 // outlives it.
 //
 // A nil fn is refused with ErrNilFunc before anything is sent.
-func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context, l *Lock) error) error {
+func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context, l *Lock) error, opts ...LockOption) error {
 	if fn == nil {
 		return ErrNilFunc
 	}
-	l, err := c.Lock(ctx, name)
+	l, err := c.Lock(ctx, name, opts...)
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func (l *Lock) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) (s
 
 // extendEvery is keepAlive's extension loop.
 func (l *Lock) extendEvery(ctx context.Context, cancel context.CancelCauseFunc, quit <-chan struct{}) {
-	interval := l.c.cfg.ttl / 3
+	interval := l.currentTTL() / 3
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
@@ -108,6 +109,8 @@ func (l *Lock) extendEvery(ctx context.Context, cancel context.CancelCauseFunc, 
 		}
 		err := l.Extend(ctx)
 		if err == nil {
+			// fn may have extended the lock to another TTL (For).
+			interval = l.currentTTL() / 3
 			t.Reset(interval)
 			continue
 		}

@@ -11,18 +11,33 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Extend re-applies the TTL on every node that still holds this lock's
-// value. It succeeds only if a majority extended it within the validity; the
-// new validity then runs from the start of the call. It never re-creates an
-// expired key, and it fails with ErrExpired once Done has closed.
+// Extend re-applies the lock's TTL on every node that still holds this
+// lock's value: the TTL it was acquired with (For, or the client's), or the
+// one the last successful Extend applied. With For it applies that TTL
+// instead, from now, and keeps it for later extensions: a shorter one
+// shortens the lock. It succeeds only if a majority extended it within the
+// validity; Until then becomes the start of the call + TTL - drift, earlier
+// than before if the TTL was shortened enough. It never re-creates an
+// expired key, and it fails with ErrExpired once Done has closed. An
+// invalid For is refused as TryLock refuses it, before anything is sent,
+// and leaves the lock as it was.
 //
 // Once Unlock has begun on this Lock, Extend fails with ErrReleased, also
 // when the Unlock began while the extension was in flight and took the
 // keys from under it: ErrExpired means the lock ran out while held, never
 // that this handle released it.
-func (l *Lock) Extend(ctx context.Context) error {
+func (l *Lock) Extend(ctx context.Context, opts ...LockOption) error {
+	ls := lease{ttl: l.currentTTL()}
+	if len(opts) > 0 {
+		var err error
+		if ls, err = l.c.leaseOf(ls, opts); err != nil {
+			return err
+		}
+	} else {
+		ls.arg = ls.ttl.Milliseconds()
+	}
 	start := l.c.cfg.clock.Now()
-	until, nodes, err := l.extend(ctx, start)
+	until, nodes, err := l.extend(ctx, start, ls)
 	if err != nil && !errors.Is(err, ErrReleased) {
 		l.c.log.Warn("redlock: extension failed", "lock", l.name, "err", err)
 	}
@@ -31,7 +46,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 }
 
 // extend returns the new end of the validity, and what each node answered.
-func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, nodes []NodeResult, err error) {
+func (l *Lock) extend(ctx context.Context, start time.Time, ls lease) (until time.Time, nodes []NodeResult, err error) {
 	qe := &QuorumError{Op: "extend", Name: l.name}
 	released := l.isReleased()
 	select {
@@ -44,7 +59,7 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 	default:
 	}
 	c := l.c
-	op := l.extendOp()
+	op := l.extendOp(ls)
 	// Until a majority extends the lock, or so many refuse that it is gone
 	// (ErrExpired) rather than unheard of (ErrUnavailable).
 	t, err := c.runRound(ctx, roundSpec{name: "extend", op: op}, (*tally).wonOrRefused, nil)
@@ -52,8 +67,8 @@ func (l *Lock) extend(ctx context.Context, start time.Time) (until time.Time, no
 		return time.Time{}, nil, err
 	}
 	if qe.Cause = err; qe.Cause == nil && t.won() {
-		until = start.Add(c.cfg.ttl - c.cfg.drift()) // as in grant
-		if until.After(c.cfg.clock.Now()) && l.moveDeadline(until) {
+		until = start.Add(c.cfg.validity(ls.ttl)) // as in grant
+		if until.After(c.cfg.clock.Now()) && l.moveDeadline(until, ls.ttl) {
 			if c.cfg.observer != nil {
 				nodes = t.snapshot()
 			}
@@ -85,36 +100,31 @@ func (l *Lock) isReleased() bool {
 	return l.released
 }
 
-// moveDeadline sets a later validity end, unless the lock already ended.
-func (l *Lock) moveDeadline(until time.Time) bool {
+// moveDeadline sets the validity end and the TTL an Extend applied, unless
+// the lock already ended.
+func (l *Lock) moveDeadline(until time.Time, ttl time.Duration) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released || !l.timer.Stop() {
 		return false // the old deadline fired, or is firing: Done is closed
 	}
-	l.until = until
-	l.timer = l.c.cfg.clock.AfterFunc(l.doneIn(until), l.closeDone)
+	l.until, l.ttl = until, ttl
+	l.timer = l.c.cfg.clock.AfterFunc(l.doneIn(until, ttl), l.closeDone)
 	return true
 }
 
-// extendScript re-applies the TTL where the key still holds this value. It
-// never creates the key: an expired lock stays expired.
-//
-//	KEYS[1] lock key
-//	ARGV[1] value, ARGV[2] TTL in ms
-//
-// extendOp is Extend's call on one node. A fenced lock's counts each
+// extendOp is Extend's call on one node, applying ls's TTL. A fenced lock's counts each
 // member once, by the id the node answers with (nodelist.go): an address
 // swapped while the lock is held must not count one server twice.
-func (l *Lock) extendOp() nodeOp {
+func (l *Lock) extendOp(ls lease) nodeOp {
 	c := l.c
 	if !c.cfg.fencing {
-		call := newScriptCall(extendLua, l.keyArgs[:1], l.valueArg, c.args.ttl)
+		call := newScriptCall(extendLua, l.keyArgs[:1], l.valueArg, ls.arg)
 		return func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
 			return call.outcome(ctx, node)
 		}
 	}
-	call := newScriptCall(fencedExtendLua, []any{l.keyArgs[0], c.keys.id}, l.valueArg, c.args.ttl)
+	call := newScriptCall(fencedExtendLua, []any{l.keyArgs[0], c.keys.id, c.keys.maxTTL}, l.valueArg, ls.arg)
 	var mu sync.Mutex
 	counted := map[int64]int{} // id -> the node it was counted for
 	return func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
@@ -138,6 +148,12 @@ func (l *Lock) extendOp() nodeOp {
 	}
 }
 
+// extendScript re-applies a TTL where the key still holds this value. It
+// never creates the key: an expired lock stays expired. The fenced one also
+// raises the node's longest TTL in use to it (Repair waits that long).
+//
+//	KEYS[1] lock key, fenced: KEYS[2] the node's id, KEYS[3] its longest TTL
+//	ARGV[1] value, ARGV[2] TTL in ms
 var (
 	//go:embed lua/fenced_extend.lua
 	fencedExtendScript string

@@ -64,9 +64,9 @@ func (c *Client) fencedAcquireCall(l *Lock, waiter string, waitedUs int64) *scri
 	keys := []any{k[0], k[1], highKey(l.key), nk.counter, nk.id, nk.replid, nk.lost, nk.roster, nk.maxTTL, k[2], k[3], k[4]}
 	if waiter == "" {
 		// TryLock never queues: the queue's list and arguments are not used.
-		return newScriptCall(fencedAcquireLua, keys[:10], l.valueArg, c.args.ttl, "", "", "", l.list.roster)
+		return newScriptCall(fencedAcquireLua, keys[:10], l.valueArg, l.lease.arg, "", "", "", l.list.roster)
 	}
-	return newScriptCall(fencedAcquireLua, keys, l.valueArg, c.args.ttl, waiter, c.args.staleWaiter, waitedUs, l.list.roster)
+	return newScriptCall(fencedAcquireLua, keys, l.valueArg, l.lease.arg, waiter, c.args.staleWaiter, waitedUs, l.list.roster)
 }
 
 // fencedAcquireOp is round 1 on one node.

@@ -104,7 +104,7 @@ type attempt struct {
 // tryLocker is what a test makes its attempts through: a *redlock.Client,
 // or a redlock.Naive that grants by a broken token scheme.
 type tryLocker interface {
-	TryLock(ctx context.Context, name string) (*redlock.Lock, error)
+	TryLock(ctx context.Context, name string, opts ...redlock.LockOption) (*redlock.Lock, error)
 }
 
 // scheme is c, or c granting by the naive variant v if v is not 0.

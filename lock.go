@@ -16,6 +16,7 @@ type Lock struct {
 	key     string // the lock key, "<prefix>:{<name>}"
 	marker  string // the release marker of this value
 	value   string // random, unique to this acquisition
+	lease   lease  // the acquisition's TTL (For, or the client's)
 	results []NodeResult
 	token   uint64
 	waiter  string    // the Lock call's id in the lock's queue, or ""
@@ -50,6 +51,7 @@ type Lock struct {
 	promisedElsewhere atomic.Int32
 
 	mu       sync.Mutex
+	ttl      time.Duration // the TTL last applied: the lease's, or the last successful Extend's
 	until    time.Time
 	timer    timer
 	released bool
@@ -60,7 +62,7 @@ type Lock struct {
 	unlockErr  error
 }
 
-func (c *Client) newLock(name string) *Lock {
+func (c *Client) newLock(name string, ls lease) *Lock {
 	n := len(c.nodes)
 	key, queue, seen := lockKeys(c.cfg.keyPrefix, name)
 	value := newValue()
@@ -69,6 +71,8 @@ func (c *Client) newLock(name string) *Lock {
 		name:       name,
 		key:        key,
 		value:      value,
+		lease:      ls,
+		ttl:        ls.ttl,
 		acqDone:    make([]chan struct{}, n),
 		acqOutcome: make([]Outcome, n),
 		acqSent:    make([]bool, n),
@@ -103,8 +107,9 @@ func (l *Lock) Nodes() []NodeResult { return append([]NodeResult(nil), l.results
 // Until returns the end of the lock's validity, on the client's monotonic
 // clock: compare it with time.Now(), not with a wall-clock time from
 // elsewhere. It is start + TTL - drift, start being read before the
-// acquisition's first request was sent. A successful Extend moves it to the
-// same bound counted from the start of the Extend call.
+// acquisition's first request was sent, TTL being the lock's (For, or the
+// client's WithTTL). A successful Extend moves it to the same bound counted
+// from the start of the Extend call, with the TTL the Extend applied.
 func (l *Lock) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -115,8 +120,8 @@ func (l *Lock) Until() time.Time {
 // without a successful Extend, or when the lock is unlocked. Once closed,
 // the lock cannot be extended.
 //
-// It closes a margin before Until: 2% of the TTL, at least 20 ms, and at
-// most a tenth of the TTL.
+// It closes a margin before Until: 2% of the lock's TTL, at least 20 ms,
+// and at most a tenth of the TTL.
 // Timers fire late, by about a millisecond on a loaded machine and by tens
 // of milliseconds on a saturated one (measured on 2 cores: up to 15-22 ms
 // for a signal to reach a child process), and code that stops on Done
@@ -125,9 +130,17 @@ func (l *Lock) Until() time.Time {
 // begun to.
 func (l *Lock) Done() <-chan struct{} { return l.done }
 
-// doneIn is how long from now Done closes for a validity ending at until.
-func (l *Lock) doneIn(until time.Time) time.Duration {
-	return until.Sub(l.c.cfg.clock.Now()) - l.c.cfg.stopMargin()
+// doneIn is how long from now Done closes for a validity ending at until,
+// under a TTL of ttl.
+func (l *Lock) doneIn(until time.Time, ttl time.Duration) time.Duration {
+	return until.Sub(l.c.cfg.clock.Now()) - stopMargin(ttl)
+}
+
+// currentTTL is the TTL last applied to l.
+func (l *Lock) currentTTL() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ttl
 }
 
 func (l *Lock) remaining() time.Duration {

@@ -31,7 +31,7 @@ type Naive struct {
 }
 
 // TryLock is one attempt by the scheme, like (*Client).TryLock.
-func (n Naive) TryLock(ctx context.Context, name string) (*Lock, error) {
+func (n Naive) TryLock(ctx context.Context, name string, _ ...LockOption) (*Lock, error) {
 	c := n.Client
 	if err := c.beforeTry(ctx, name); err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func (n Naive) TryLock(ctx context.Context, name string) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := c.newLock(name)
+	l := c.newLock(name, c.defaultLease())
 	l.list = list
 	start := c.cfg.clock.Now()
 	t, ctxErr := l.roundOne(ctx, 0)

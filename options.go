@@ -201,9 +201,10 @@ func (c *config) rounds() time.Duration {
 
 func (c *config) drift() time.Duration { return c.driftOf(c.ttl) }
 
-// stopMargin is how long before Until a lock's Done closes (see Done).
-func (c *config) stopMargin() time.Duration {
-	return min(max(c.ttl/50, 20*time.Millisecond), c.ttl/10)
+// stopMargin is how long before Until the Done of a lock under ttl
+// closes (see Done).
+func stopMargin(ttl time.Duration) time.Duration {
+	return min(max(ttl/50, 20*time.Millisecond), ttl/10)
 }
 
 func (c *config) driftOf(ttl time.Duration) time.Duration {

@@ -145,7 +145,7 @@ func newDiffEnv(ctx context.Context, t *testing.T, rdb *redis.Client) *diffEnv {
 	}
 	c.args = scriptArgs{ttl: int64(diffTTL * diffUnit), markerTTL: int64(10 * diffTTL * diffUnit),
 		staleWaiter: int64(diffUnit), promiseFor: int64(diffUnit), retention: int64(diffRetention)}
-	l := c.newLock("x")
+	l := c.newLock("x", c.defaultLease())
 	l.value = valueStr(diffValue)
 	l.marker = markerKey(l.key, l.value)
 	_, queue, seen := lockKeys("redlock", "x")

@@ -129,14 +129,16 @@ func (l *Lock) unlockCall(sure bool) *scriptCall {
 func (c *Client) markerTTL() time.Duration { return 10 * c.cfg.ttl }
 
 // retryRelease keeps trying to release l on a node that could not be
-// reached, with growing pauses, for at most one TTL or until Close.
+// reached, with growing pauses, for at most one TTL of the lock or until
+// Close.
 func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool) {
-	deadline := time.Now().Add(c.cfg.ttl)
+	ttl := l.currentTTL()
+	deadline := time.Now().Add(ttl)
 	pause := c.cfg.nodeTimeout
 	for {
 		if time.Now().Add(pause).After(deadline) {
 			c.log.Warn("redlock: gave up releasing on an unreachable node; the key expires by its TTL",
-				"lock", l.name, "ttl", c.cfg.ttl)
+				"lock", l.name, "ttl", ttl)
 			return
 		}
 		t := time.NewTimer(pause)
@@ -152,7 +154,7 @@ func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool) {
 		if outcome != NodeFailed || isServerReply(err) {
 			return
 		}
-		pause = min(2*pause, c.cfg.ttl/4)
+		pause = min(2*pause, ttl/4)
 	}
 }
 

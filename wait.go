@@ -33,8 +33,12 @@ import (
 // can take it; they give their promises back, and try again, the oldest
 // first. TryLock
 // does not queue, and is refused while the lock is promised to a waiter.
-func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
+func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *Lock, err error) {
 	if err := validateName(name); err != nil {
+		return nil, err
+	}
+	ls, err := c.leaseOf(c.defaultLease(), opts)
+	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
@@ -71,7 +75,7 @@ func (c *Client) Lock(ctx context.Context, name string) (_ *Lock, err error) {
 		if err := ctx.Err(); err != nil {
 			return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 		}
-		l, err := c.tryLock(ctx, name, waiter, c.cfg.clock.Now().Sub(started))
+		l, err := c.tryLock(ctx, name, waiter, c.cfg.clock.Now().Sub(started), ls)
 		queued = queued || !errors.Is(err, ErrClosed) // a closed client sent nothing
 		var qe *QuorumError
 		if errors.As(err, &qe) && qe.after != nil {

@@ -38,6 +38,14 @@ type Locker interface {
 	Lock(ctx context.Context, name string) (*redlock.Lock, error)
 }
 
+// clientLocker is a *redlock.Client as a Locker: the client's Lock also
+// takes LockOptions, which the workers do not use.
+type clientLocker struct{ c *redlock.Client }
+
+func (l clientLocker) Lock(ctx context.Context, name string) (*redlock.Lock, error) {
+	return l.c.Lock(ctx, name)
+}
+
 func (c *Config) defaults() {
 	if c.Duration <= 0 {
 		c.Duration = 4 * time.Second
@@ -116,7 +124,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			wg.Wait()
 			return nil, err
 		}
-		var lk Locker = lc
+		var lk Locker = clientLocker{lc}
 		if cfg.Locker != nil {
 			lk = cfg.Locker(lc)
 		}

@@ -104,11 +104,13 @@ func TestHelperRecordsSIGTERM(t *testing.T) {
 type hangExtensions struct{ prefix string }
 
 // isExtension tells an Extend's script call (EVALSHA or EVAL, digest or
-// source, numkeys, keys..., value, TTL): the unfenced one has one key, the
-// fenced one two (the lock key and the node's id marker); no other script
-// of the library has so few.
+// source, numkeys, keys..., value, TTL): the unfenced one has one key, and
+// no other script of the library has so few; the fenced one three (the lock
+// key, the node's id marker and its longest TTL in use), the last of which
+// no other three-key script passes.
 func isExtension(a []any) bool {
-	return len(a) >= 6 && (a[2] == "1" || a[2] == "2")
+	return len(a) >= 8 && a[2] == "3" && strings.HasSuffix(fmt.Sprint(a[5]), ":fence:max-ttl") ||
+		len(a) >= 6 && a[2] == "1"
 }
 
 func (h hangExtensions) DialHook(next redis.DialHook) redis.DialHook { return next }

@@ -1,0 +1,64 @@
+package redlock
+
+import (
+	"fmt"
+	"time"
+)
+
+// A LockOption sets something for one lock: given to TryLock, Lock or Do
+// it applies to that acquisition, given to Extend to that extension. For
+// is the only one so far.
+type LockOption func(*lease)
+
+// For sets the lock's TTL for this one call, in place of the client's
+// (WithTTL): c.Lock(ctx, "report", redlock.For(time.Minute)) takes the lock
+// for a minute, and l.Extend(ctx, redlock.For(time.Minute)) re-applies a
+// minute from the start of the Extend call, shorter or longer than before.
+//
+// It is checked as WithTTL is, against the client's node timeout, drift
+// factor and fencing retention, before anything is sent: ErrTTLTooShort,
+// ErrTTLTooLong, ErrNoValidityBudget or ErrRetentionTooShort, wrapped, not
+// a *QuorumError. The validity follows it as it follows the client's TTL
+// (Until is start + ttl - drift, the drift being ttl × drift factor + 2ms),
+// and so do Done's margin and Do's extension interval (a third of it).
+//
+// With fencing, every node that grants or extends a lock records the
+// longest TTL it was given (its "longest TTL in use"), and a Repair of a
+// node that lost its data waits that long: a lease longer than the other
+// clients' makes repairs of its nodes wait longer, never too little.
+func For(ttl time.Duration) LockOption {
+	return func(ls *lease) { ls.ttl, ls.arg = ttl, nil }
+}
+
+// lease is one lock's TTL, and its milliseconds boxed once for the scripts.
+type lease struct {
+	ttl time.Duration
+	arg any
+}
+
+// defaultLease is the client's TTL, as WithTTL set it.
+func (c *Client) defaultLease() lease { return lease{ttl: c.cfg.ttl, arg: c.args.ttl} }
+
+// leaseOf applies opts to base and checks the TTL they set. A nil option
+// is ErrNilOption.
+func (c *Client) leaseOf(base lease, opts []LockOption) (lease, error) {
+	ls := base
+	for i, o := range opts {
+		if o == nil {
+			return lease{}, fmt.Errorf("%w: opts[%d]", ErrNilOption, i)
+		}
+		o(&ls)
+	}
+	if ls.arg != nil {
+		return ls, nil // base, unchanged
+	}
+	if err := c.cfg.validateTTL(ls.ttl, "For"); err != nil {
+		return lease{}, err
+	}
+	ls.arg = ls.ttl.Milliseconds()
+	return ls, nil
+}
+
+// validity is how long after an operation's start a lease of ttl is
+// valid: the TTL less the drift allowance.
+func (c *config) validity(ttl time.Duration) time.Duration { return ttl - c.driftOf(ttl) }
