@@ -53,6 +53,7 @@ func ScriptName(args []any) string {
 		{"state", nodeStateLua, nodeStateScript}, {"claim", claimLua, claimScript},
 		{"roster", rosterLua, rosterScript}, {"assign", assignLua, assignScript},
 		{"swap-uuid", swapUUIDLua, swapUUIDScript}, {"repair", repairLua, repairScript},
+		{"inspect", inspectLua, inspectScript},
 	} {
 		if h := s.s.Hash(); h != "" && body == h || body == s.src {
 			return s.name

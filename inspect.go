@@ -1,0 +1,185 @@
+package redlock
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// LockInfo is what Inspect saw of a lock name: a snapshot, for dashboards
+// and runbooks.
+type LockInfo struct {
+	Name string
+	// Held: one value (one acquisition) is on a majority of the nodes
+	// (N/2+1 of all of them, as a lock needs).
+	Held bool
+	// Remaining is how long a majority of the nodes will still hold that
+	// value by their TTLs, conservatively: the majority-th longest of
+	// their remaining TTLs, less the time Inspect took and the drift
+	// allowance (remaining × drift factor + 2ms). 0 when not held. The
+	// holder may extend it, or unlock sooner.
+	Remaining time.Duration
+	// Token is the highest fencing token committed for the name on the
+	// nodes that hold the lock: the holder's token once its acquisition
+	// has committed it (between its two rounds it is the previous
+	// holder's). 0 when not held, or with fencing off.
+	Token uint64
+	// Nodes is what each node answered, in the order given to New.
+	Nodes []NodeLock
+}
+
+// NodeLock is what one node holds of a lock name.
+type NodeLock struct {
+	Node int
+	// Err is why the node gave no answer (a timeout is ErrNodeTimeout);
+	// nil when it answered, and then the fields below are its answer.
+	Err error
+	// Holder is the lock's value on the node: random, one per acquisition,
+	// the same on every node for one lock. "" when the node holds none.
+	Holder string
+	// TTL is how long the node will still hold it: 0 when it holds none.
+	TTL time.Duration
+	// Token is the highest token the node records as committed for the
+	// name (its H), held or not; 0 for none or with fencing off.
+	Token uint64
+	// Latency is the node's round trip.
+	Latency time.Duration
+}
+
+// Inspect reads, on every node, what it holds of the lock called name,
+// and tells whether the name is held, for how much longer, and under which
+// token. It writes nothing, takes no lock and joins no queue: it is for
+// dashboards, runbooks and `redlock doctor`-like tools, not for deciding
+// to touch the protected resource.
+//
+// It is a snapshot of replies that arrived over a round trip, and may be
+// stale the moment it returns: the holder may unlock, extend, or lose the
+// lock at once, and another client may take it. Held means a majority
+// held one value when asked, not that the holder still runs or that its
+// lock is valid on its own clock. Inspect does not check the nodes'
+// fencing identities or the node list (see Client.Provision and
+// `redlock doctor`): an emptied node answers that it holds nothing.
+//
+// It waits for every node, giving up on silent ones as a lock attempt
+// does (about the node timeout once a majority has answered). With fewer
+// than a majority of answers it returns the LockInfo with what it has
+// (Held false) and a *QuorumError (Op "inspect") of Kind ErrUnavailable,
+// whose Nodes count an answer as NodeGranted; with ErrWrongType where a
+// node holds another type under the lock key. If ctx ends first the error
+// also matches ctx's error. A bad name is refused as TryLock refuses it.
+func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
+	info := LockInfo{Name: name}
+	if err := validateName(name); err != nil {
+		return info, err
+	}
+	key := c.lockKey(name)
+	keys := []any{key}
+	if c.cfg.fencing {
+		keys = append(keys, highKey(key))
+	}
+	call := newScriptCall(inspectLua, keys)
+	var mu sync.Mutex
+	answers := make([]NodeLock, len(c.nodes))
+	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+		a, err := parseInspect(call.run(ctx, node))
+		if err != nil {
+			return NodeFailed, 0, err
+		}
+		mu.Lock()
+		answers[i] = a
+		mu.Unlock()
+		return NodeGranted, 0, nil
+	}
+	start := c.cfg.clock.Now()
+	t, err := c.runRound(ctx, roundSpec{name: "inspect", op: op}, nil, nil)
+	if t == nil {
+		return info, err
+	}
+	elapsed := c.cfg.clock.Now().Sub(start)
+	mu.Lock()
+	defer mu.Unlock()
+	info.Nodes = make([]NodeLock, len(c.nodes))
+	for i, r := range t.results {
+		n := NodeLock{Node: i, Err: r.Err, Latency: r.Latency}
+		switch {
+		case r.Outcome == NodeGranted:
+			n = answers[i]
+			n.Node, n.Latency = i, r.Latency
+		case n.Err == nil:
+			n.Err = ErrNodeTimeout
+		}
+		info.Nodes[i] = n
+	}
+	if err != nil || !t.won() {
+		qe := &QuorumError{Op: "inspect", Name: name, Kind: ErrUnavailable, Cause: err, Nodes: t.snapshot()}
+		if kind := blockingKind(t); kind != nil {
+			qe.Kind = kind
+		}
+		return info, qe
+	}
+	info.judge(t.majority, elapsed, c.cfg.driftOf)
+	return info, nil
+}
+
+// judge fills in Held, Remaining and Token from the nodes' answers.
+func (info *LockInfo) judge(majority int, elapsed time.Duration, driftOf func(time.Duration) time.Duration) {
+	count := map[string]int{}
+	for _, n := range info.Nodes {
+		if n.Err == nil && n.Holder != "" {
+			count[n.Holder]++
+		}
+	}
+	for holder, k := range count {
+		if k < majority {
+			continue
+		}
+		var ttls []time.Duration
+		for _, n := range info.Nodes {
+			if n.Err == nil && n.Holder == holder {
+				ttls = append(ttls, n.TTL)
+				info.Token = max(info.Token, n.Token)
+			}
+		}
+		slices.Sort(ttls)
+		// The majority-th longest: that many nodes hold it at least so long.
+		agreed := ttls[len(ttls)-majority]
+		info.Held = true
+		info.Remaining = max(agreed-elapsed-driftOf(agreed), 0)
+		return
+	}
+}
+
+// parseInspect reads inspectLua's reply.
+func parseInspect(cmd *redis.Cmd) (NodeLock, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return NodeLock{}, fmt.Errorf("%w: %w", ErrWrongType, err)
+		}
+		return NodeLock{}, err
+	}
+	if len(v) != 3 {
+		return NodeLock{}, fmt.Errorf("redlock: unexpected reply %v", v)
+	}
+	holder, _ := v[0].(string)
+	pttl, _ := v[1].(int64)
+	token, _ := strconv.ParseUint(fmt.Sprint(v[2]), 10, 64)
+	n := NodeLock{Holder: holder, Token: token}
+	if holder != "" && pttl > 0 {
+		n.TTL = time.Duration(pttl) * time.Millisecond
+	}
+	return n, nil
+}
+
+var (
+	//go:embed lua/inspect.lua
+	inspectScript string
+	inspectLua    = newScript(inspectScript)
+)

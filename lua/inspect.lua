@@ -1,0 +1,16 @@
+-- Inspect (inspect.go): what one node holds of a lock name. It writes
+-- nothing.
+--
+--   KEYS[1] lock key   KEYS[2] H of the name (fenced clients only)
+--
+-- Returns {value or '', PTTL of the lock key in ms (-2: no key), H or '0'}.
+local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'table' and v.err then
+  return redis.error_reply('WRONGTYPE lock key holds a non-string value')
+end
+local h = '0'
+if #KEYS > 1 then
+  local got = redis.pcall('GET', KEYS[2])
+  if type(got) == 'string' then h = got end
+end
+return {v or '', redis.call('PTTL', KEYS[1]), h}
