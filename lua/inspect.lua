@@ -1,5 +1,8 @@
+#!lua flags=no-writes
 -- Inspect (inspect.go): what one node holds of a lock name. It writes
--- nothing.
+-- nothing, and says so (the no-writes flag, Redis 7.0 and later): the node
+-- then checks its keys against the user as reads, runs it on a read-only
+-- replica, and while the node is out of memory.
 --
 --   KEYS[1] lock key   KEYS[2] H of the name (fenced clients only)
 --
