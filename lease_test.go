@@ -217,3 +217,33 @@ func TestForIsRecordedAsTheLongestTTLInUse(t *testing.T) {
 		t.Errorf("Repair says wait %v, want within (1m, 2m]: the extended lock lasts 2m", soon.Wait)
 	}
 }
+
+// A rollback that cannot tell whether its acquisition reached the node
+// leaves a release marker, so that the acquisition cannot land later. For
+// a lock taken For longer than the client's TTL the marker lasts ten of
+// the lock's TTLs, not the client's: a late SET would hold the name for
+// the lock's own TTL.
+func TestForLengthensTheReleaseMarker(t *testing.T) {
+	cl := startCluster(t, 3)
+	const clientTTL = time.Second
+	c := cl.actor(t, []*faultHook{cutScript("acquire"), nil, nil}, redlock.WithTTL(clientTTL))
+	cl.holdAsStranger(t, "marked", 1, 2)
+	ctx := context.Background()
+	if l, err := c.TryLock(ctx, "marked", redlock.For(time.Minute)); err == nil {
+		l.Unlock(ctx)
+		t.Fatal("TryLock won against a stranger holding two of three nodes")
+	}
+	var marker time.Duration
+	for deadline := time.Now().Add(5 * time.Second); marker <= 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		keys, err := cl.inspect[0].Keys(ctx, "redlock:{marked}:released:*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) == 1 {
+			marker = cl.inspect[0].PTTL(ctx, keys[0]).Val()
+		}
+	}
+	if marker <= 10*clientTTL {
+		t.Errorf("release marker's TTL %v, want over 10 × the client's TTL (the lock's is a minute)", marker)
+	}
+}

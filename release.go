@@ -105,6 +105,10 @@ func (c *Client) releaseCall(l *Lock, sure, announce bool) *scriptCall {
 	var markerTTL any = 0
 	if !sure {
 		markerTTL = c.args.markerTTL
+		if l.lease.ttl > c.cfg.ttl {
+			// A late acquisition would set the key for the lock's own TTL.
+			markerTTL = (10 * l.lease.ttl).Milliseconds()
+		}
 	}
 	flag := 0
 	if announce {
@@ -125,7 +129,8 @@ func (l *Lock) unlockCall(sure bool) *scriptCall {
 }
 
 // markerTTL is how long a release marker keeps a late acquisition call from
-// landing: a node paused for longer than this may still apply one.
+// landing: a node paused for longer than this may still apply one. A lock
+// taken For longer than the client's TTL leaves markers ten of its TTLs long.
 func (c *Client) markerTTL() time.Duration { return 10 * c.cfg.ttl }
 
 // retryRelease keeps trying to release l on a node that could not be
