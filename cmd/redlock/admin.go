@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quorumlock/redlock"
@@ -48,8 +49,8 @@ func runProvision(ctx context.Context, args []string, out io.Writer) error {
 		above = &t
 		return nil
 	})
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
+	if err := parseFlags(fs, args, out); err != nil {
+		return err
 	}
 	c, closeNodes, err := adminClient(*nodesFlag, *prefix, *timeout)
 	if err != nil {
@@ -127,11 +128,14 @@ func runRepair(ctx context.Context, args []string, out io.Writer) error {
 	now := fs.Bool("now", false, "repair without waiting out the delayed restart: only for a node on which no lock can be held")
 	wait := fs.Bool("wait", false, "if it is too soon, wait as long as the repair says, then repair")
 	adopt := fs.Bool("adopt", false, "give an emptied node the roster's member that no node holds (see above)")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
+	if err := parseFlags(fs, args, out); err != nil {
+		return err
 	}
 	if *idx < 0 {
 		return &exitError{2, errNoNode}
+	}
+	if n := len(strings.Split(*nodesFlag, ",")); *idx >= n {
+		return &exitError{2, fmt.Errorf("--node %d: --nodes lists %d nodes, indexed from 0", *idx, n)}
 	}
 	if *now && *wait {
 		return &exitError{2, errors.New("--now and --wait exclude each other")}

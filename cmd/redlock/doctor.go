@@ -59,8 +59,8 @@ func runDoctor(ctx context.Context, args []string, out io.Writer) error {
 	scanTime := fs.Duration("scan-time", 2*time.Second, "how long to count each node's fenced keys (SCAN); "+
 		"past it the count is a lower bound")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
+	if err := parseFlags(fs, args, out); err != nil {
+		return err
 	}
 	clients, err := dialNodes(*nodesFlag)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/procguard"
 	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
@@ -169,13 +170,17 @@ func TestExecSignalsTheChildBeforeTheValidityEnds(t *testing.T) {
 	for run := range runs {
 		file := filepath.Join(dir, strconv.Itoa(run))
 		t.Setenv(sigtermFileEnv, file)
+		child := []string{os.Args[0], "-test.run=^TestHelperRecordsSIGTERM$"}
+		guard, err := procguard.Start(child)
+		if err != nil {
+			t.Fatal(err)
+		}
 		l, err := a.TryLock(ctx, fmt.Sprintf("sig-%d", run))
 		if err != nil {
 			t.Fatal(err)
 		}
 		until := time.Now().Add(time.Until(l.Until())) // on the wall clock too
-		err = holdWhileRunning(ctx, l, []string{os.Args[0], "-test.run=^TestHelperRecordsSIGTERM$"},
-			holding{ttl: ttl, grace: 2 * time.Second})
+		err = holdWhileRunning(ctx, l, guard, child, holding{ttl: ttl, grace: 2 * time.Second})
 		if code := exitCode(err); code != 75 {
 			t.Errorf("run %d: exit %d (%v), want 75 (lock lost)", run, code, err)
 		}

@@ -11,15 +11,22 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/procguard"
 )
 
 const execUsage = `usage: redlock exec [flags] NAME -- CMD [ARGS...]
 
 Holds the lock NAME while CMD runs, like etcdctl lock and consul lock. CMD gets REDLOCK_NAME and
-REDLOCK_TOKEN (its fencing token). CMD runs in a process group of its own. The lock is extended
-every TTL/3; if it is lost, CMD's whole process group (CMD and everything it started) gets SIGTERM
-(at the latest when the validity ends), then SIGKILL after --grace. SIGINT and SIGTERM sent to
-redlock exec are passed on to the group.
+REDLOCK_TOKEN (its fencing token). The lock is extended every TTL/3. CMD runs in a process group of
+its own, watched by a guardian process (redlock itself) that SIGKILLs the whole group if redlock
+exec dies in any way, SIGKILL and the OOM killer included. The group (CMD and everything it
+started) gets SIGTERM, then SIGKILL --grace later:
+  - when the lock is lost (at the latest when the validity ends): exit 75;
+  - when redlock exec gets SIGINT or SIGTERM: that signal is passed on to the group, and a second
+    one sends SIGKILL at once;
+  - when CMD exits and leaves processes in its group: the lock is held, and extended, until they
+    are gone, and only then released; the exit code is still CMD's.
+A process that leaves the group (setsid: a daemon) is out of exec's reach.
 
 Cron on several hosts, exactly one run per tick (docs/operations.md, section 4):
   redlock exec --name-per-tick 1m --hold-for 30s --ttl 30s NAME -- CMD
@@ -49,19 +56,20 @@ Flags:
 // Exit codes: 73 held elsewhere, 69 no quorum or not provisioned, 75 lock
 // lost while the command ran, 127 command not started, 128+N interrupted
 // by signal N before the command started, 2 bad input; otherwise the
-// child's.
-func runExec(ctx context.Context, args []string, stderr io.Writer) error {
+// child's (137 if it had to be SIGKILLed).
+func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), execUsage); fs.PrintDefaults() }
 	nodesFlag := fs.String("nodes", os.Getenv("REDLOCK_NODES"), "comma-separated redis:// or rediss:// URLs (or REDLOCK_NODES)")
 	ttl := fs.Duration("ttl", 10*time.Second, "lock TTL; the lock is extended every TTL/3")
 	wait := fs.Duration("wait", 0, "how long to wait for the lock (0: fail at once if held)")
-	grace := fs.Duration("grace", 10*time.Second, "after SIGTERM on lock loss, how long before SIGKILL")
+	grace := fs.Duration("grace", 10*time.Second, "from the SIGTERM to CMD's process group (lock lost, a signal passed on, CMD gone and processes left) to its SIGKILL")
 	nodeTimeout := fs.Duration("node-timeout", redlock.DefaultNodeTimeout, "per-node timeout")
+	prefix := fs.String("key-prefix", "redlock", "the clients' key prefix (WithKeyPrefix): the lock lives at PREFIX:{NAME}")
 	perTick := fs.Duration("name-per-tick", 0, "lock NAME:<start of the current tick, UTC> for ticks of this length (it must divide 24h), never released")
 	holdFor := fs.Duration("hold-for", 0, "keep the lock at least this long after taking it, even if CMD ends sooner")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
+	if err := parseFlags(fs, args, out); err != nil {
+		return err
 	}
 	rest := fs.Args()
 	if len(rest) < 2 || (rest[1] == "--" && len(rest) < 3) {
@@ -93,11 +101,18 @@ func runExec(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := redlock.New(clients, redlock.WithTTL(*ttl), redlock.WithNodeTimeout(*nodeTimeout), redlock.WithLogger(log))
+	c, err := redlock.New(clients, redlock.WithKeyPrefix(*prefix), redlock.WithTTL(*ttl), redlock.WithNodeTimeout(*nodeTimeout), redlock.WithLogger(log))
 	if err != nil {
 		return &exitError{2, err}
 	}
 	defer c.Close()
+	// The guardian that kills the job if exec dies (internal/procguard),
+	// started before the lock is taken: its start does not eat the TTL.
+	guard, err := procguard.Start(cmdArgs)
+	if err != nil {
+		return &exitError{1, err}
+	}
+	defer guard.Close()
 
 	var l *redlock.Lock
 	switch {
@@ -116,7 +131,7 @@ func runExec(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return acquireError(name, err)
 	}
-	return holdWhileRunning(ctx, l, cmdArgs, holding{ttl: *ttl, grace: *grace, holdFor: *holdFor, keep: *perTick != 0})
+	return holdWhileRunning(ctx, l, guard, cmdArgs, holding{ttl: *ttl, grace: *grace, holdFor: *holdFor, keep: *perTick != 0})
 }
 
 // acquireError gives a failed acquisition its exit code: 73 only when

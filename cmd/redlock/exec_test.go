@@ -13,12 +13,20 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/procguard"
 	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	procguard.Main() // exec's guardian is this test binary
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
+		if binDir != "" {
+			os.RemoveAll(binDir)
+		}
+	}))
+}
 
 // startNodes starts three nodes and provisions them, as a deployment does
 // once.
@@ -164,16 +172,20 @@ func TestExecStopsTheChildAtTheValidityEndWhileAnExtensionHangs(t *testing.T) {
 	}
 	defer b.Close()
 	ctx := context.Background()
-	l, err := a.TryLock(ctx, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// The child notes the SIGTERM in a file before it exits.
 	marker := filepath.Join(t.TempDir(), "terminated")
 	child := []string{"sh", "-c", `trap 'echo > "$0"; kill $!; exit 0' TERM; sleep 10 & wait`, marker}
 	done := make(chan error, 1)
-	go func() { done <- holdWhileRunning(ctx, l, child, holding{ttl: ttl, grace: time.Second}) }()
+	guard, err := procguard.Start(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := a.TryLock(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- holdWhileRunning(ctx, l, guard, child, holding{ttl: ttl, grace: time.Second}) }()
 	var signalled, got bool
 	for deadline := time.Now().Add(3 * ttl); !got && time.Now().Before(deadline); {
 		if lb, err := b.TryLock(ctx, "job"); err == nil {

@@ -20,6 +20,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -28,6 +29,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/quorumlock/redlock/internal/procguard"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -56,6 +58,8 @@ The chaos harness and local development nodes are a separate command: go run ./c
 `
 
 func main() {
+	// This executable is also exec's guardian (internal/procguard).
+	procguard.Main()
 	// go-redis logs every failed dial to a faulted node; the report says it better.
 	redis.SetLogger(quiet{})
 	ctx, stop := signalContext()
@@ -77,13 +81,24 @@ func errorLine(err error) string {
 	return "redlock: " + strings.TrimPrefix(msg, "redlock: ")
 }
 
-// usageError is the outcome of a flag parse error: -h is a success (flag
-// printed the usage), anything else is bad input.
-func usageError(err error) error {
+// parseFlags parses args into fs. Help asked for (-h, --help) goes to out,
+// and is flag.ErrHelp, which run takes for a success; a bad flag goes to
+// stderr, with the usage, and is a usage error (exit 2).
+func parseFlags(fs *flag.FlagSet, args []string, out io.Writer) error {
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		return nil
+		if _, werr := out.Write(msg.Bytes()); werr != nil {
+			return werr
+		}
+		return err
 	}
-	return &exitError{2, err}
+	os.Stderr.Write(msg.Bytes())
+	if err != nil {
+		return &exitError{2, err}
+	}
+	return nil
 }
 
 type quiet struct{}
@@ -91,9 +106,16 @@ type quiet struct{}
 func (quiet) Printf(context.Context, string, ...any) {}
 
 func run(ctx context.Context, args []string, out io.Writer) error {
+	if err := dispatch(ctx, args, out); !errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return nil // parseFlags printed the help asked for
+}
+
+func dispatch(ctx context.Context, args []string, out io.Writer) error {
 	switch {
 	case len(args) >= 1 && args[0] == "exec":
-		return runExec(ctx, args[1:], os.Stderr)
+		return runExec(ctx, args[1:], out, os.Stderr)
 	case len(args) >= 1 && args[0] == "doctor":
 		return runDoctor(ctx, args[1:], out)
 	case len(args) >= 1 && args[0] == "provision":

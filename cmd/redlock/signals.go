@@ -17,8 +17,8 @@ type signalled struct{ sig syscall.Signal }
 func (s signalled) Error() string { return fmt.Sprintf("interrupted by %v", s.sig) }
 
 // signalContext is cancelled, with a signalled cause, by the first SIGINT
-// or SIGTERM. Later ones are left to whoever else listens (exec forwards
-// every one to its command's process group).
+// or SIGTERM. Later ones are left to whoever else listens (exec passes the
+// first on to its job's process group, and answers a second with SIGKILL).
 func signalContext() (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
@@ -35,9 +35,9 @@ func signalContext() (context.Context, func()) {
 }
 
 // processGroup is a started command's process group: the command runs as
-// its leader (Setpgid), so that whatever it starts (a shell's children, a
-// script's background jobs) is signalled with it and nothing is left
-// running unlocked after the lock is lost.
+// its leader, so that whatever it starts (a shell's children, a script's
+// background jobs) is signalled with it and nothing is left running
+// unlocked after the lock is lost or released.
 type processGroup int
 
 // signal sends s to every process in the group; an empty group is no error.
