@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -19,11 +20,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/quorumlock/redlock/chaos"
+	"github.com/quorumlock/redlock/internal/procguard"
 	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
@@ -32,12 +35,15 @@ const usage = `usage:
   redlock-chaos chaos [flags]      run fault scenarios against local nodes and check the history
                                    (exit 1 if a run fails its verdict)
   redlock-chaos nodes up [flags]   start local redis-server nodes and print their addresses;
-                                   Ctrl-C stops them and deletes their data
+                                   Ctrl-C stops them and deletes their data (so does any end
+                                   of this command, SIGKILL included)
 
 Run "redlock-chaos chaos -h" for the flags. Exit codes: 0 success, 1 failure, 2 bad flags or command.
 `
 
 func main() {
+	// This executable is also nodes up's guardian (internal/procguard).
+	procguard.Main()
 	// go-redis logs every failed dial to a faulted node; the report says it better.
 	redis.SetLogger(quiet{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -197,7 +203,12 @@ func nodesUp(ctx context.Context, args []string, out io.Writer) error {
 	if *aof {
 		p = node.PersistAOFAlways
 	}
-	g, err := node.StartProcesses(ctx, *n, node.Config{Persistence: p})
+	base, cleanup, err := guardedDir()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	g, err := node.StartProcesses(ctx, *n, node.Config{Persistence: p, BaseDir: base})
 	if err != nil {
 		return err
 	}
@@ -216,6 +227,32 @@ func nodesUp(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintln(os.Stderr, "nodes are up; press Ctrl-C to stop them and delete their data")
 	<-ctx.Done()
 	return nil
+}
+
+// guardedDir creates the directory that holds the nodes' data, under a
+// guardian (internal/procguard) that removes it if this process dies
+// without its cleanup, SIGKILL included; the servers themselves die with
+// it by their parent-death signal (package node, Linux). cleanup removes
+// the directory and disarms the guardian.
+func guardedDir() (dir string, cleanup func(), err error) {
+	guard, err := procguard.Start(nil)
+	if err != nil {
+		return "", nil, err
+	}
+	dir = filepath.Join(os.TempDir(), "redlock-nodes-"+rand.Text())
+	// Registered before it exists: the guardian removes it even if this
+	// process dies right after the Mkdir.
+	if err = guard.Remove(dir); err == nil {
+		err = os.Mkdir(dir, 0o700)
+	}
+	if err != nil {
+		guard.Close()
+		return "", nil, err
+	}
+	return dir, func() {
+		os.RemoveAll(dir)
+		guard.Close()
+	}, nil
 }
 
 func scenarioNames() string {

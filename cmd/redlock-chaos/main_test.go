@@ -10,10 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/procguard"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	procguard.Main() // nodes up's guardian is this test binary
+	goleak.VerifyTestMain(m)
+}
 
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"help"}, {"chaos", "-h"}, {"nodes", "up", "-h"}} {
