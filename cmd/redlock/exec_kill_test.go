@@ -214,3 +214,31 @@ func TestExecStopsWhatTheCommandLeftBehind(t *testing.T) {
 		t.Errorf("the background sleep %d still runs after exec released the lock", pids[0])
 	}
 }
+
+// If the guardian itself is killed, nothing watches the job for exec's
+// death any more: exec kills the job's group and exits 1.
+func TestExecKillsTheJobWhenItsGuardianDies(t *testing.T) {
+	_, urls := startNodes(t)
+	cmd, pids := startJob(t, urls, "orphan", nil, "")
+	// Any of exec's threads may have forked it.
+	lists, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid))
+	if len(lists) == 0 {
+		t.Skip("no /proc children lists")
+	}
+	var children []string
+	for _, f := range lists {
+		b, _ := os.ReadFile(f)
+		children = append(children, strings.Fields(string(b))...)
+	}
+	if len(children) != 1 {
+		t.Fatalf("exec's children: %v, want the guardian alone", children)
+	}
+	guardian, _ := strconv.Atoi(children[0])
+	if err := syscall.Kill(guardian, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd, 20*time.Second); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	waitGone(t, pids, 10*time.Second)
+}
