@@ -21,14 +21,14 @@ import (
 // final reports a kind of failure for which Lock gives up at once.
 func final(kind error) bool {
 	switch kind {
-	case ErrWrongType, ErrNotProvisioned, ErrAuth, ErrNoPermission, ErrScript, ErrWrongNodeList:
+	case ErrWrongType, ErrNotProvisioned, ErrAuth, ErrNoPermission, ErrScript, ErrWrongNodeList, ErrFencingNode:
 		return true
 	}
 	return false
 }
 
 // permanentKinds are what permanentKind returns, in its order.
-var permanentKinds = [...]error{ErrAuth, ErrNoPermission, ErrScript}
+var permanentKinds = [...]error{ErrAuth, ErrNoPermission, ErrScript, ErrFencingNode}
 
 // transientCodes are the error codes a node replies with while it is in a
 // state that passes (full, busy with a script, loading, a replica during a
@@ -37,9 +37,21 @@ var permanentKinds = [...]error{ErrAuth, ErrNoPermission, ErrScript}
 var transientCodes = [...]string{"OOM", "BUSY", "LOADING", "READONLY", "MISCONF", "TRYAGAIN",
 	"MASTERDOWN", "NOREPLICAS", "CLUSTERDOWN", "MAXCLIENTS"}
 
-// permanentKind returns ErrAuth, ErrNoPermission or ErrScript for a node's
-// error reply that the same call would get again however often it is
-// retried, and nil for any other error.
+// permanentKind returns ErrAuth, ErrNoPermission, ErrScript or
+// ErrFencingNode for a node's error reply that the same call would get
+// again however often it is retried, and nil for any other error.
+//
+// A node that wants a password and got none answers NOAUTH, except to a
+// command of more than 10 arguments (every lock script), before which
+// Redis 7.0 and Valkey 8.0 answer "ERR Protocol error: unauthenticated
+// multibulk length" and close the connection (or "unauthenticated bulk
+// length", to an argument over 16 KiB): ErrAuth too.
+//
+// CROSSSLOT comes from a cluster-mode node given as a plain client: the
+// fenced scripts' keys span slots (the lock's and the node's own fencing
+// keys), and the node refuses them by their key names alone, so every
+// retry gets it again. It is the misconfiguration New refuses for a
+// ClusterClient with fencing: ErrFencingNode.
 func permanentKind(err error) error {
 	var re redis.Error
 	if err == nil || !errors.As(err, &re) {
@@ -53,8 +65,11 @@ func permanentKind(err error) error {
 	}
 	switch {
 	case strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS") ||
-		strings.HasPrefix(msg, "ERR AUTH") || strings.HasPrefix(msg, "ERR invalid password"):
+		strings.HasPrefix(msg, "ERR AUTH") || strings.HasPrefix(msg, "ERR invalid password") ||
+		strings.HasPrefix(msg, "ERR Protocol error: unauthenticated"):
 		return ErrAuth
+	case strings.HasPrefix(msg, "CROSSSLOT"):
+		return ErrFencingNode
 	case strings.Contains(msg, "NOPERM") || strings.Contains(msg, "The user executing the script can't") ||
 		strings.Contains(msg, "ACL failure in script"): // Valkey 8's words for a command the ACL denies a script
 		return ErrNoPermission

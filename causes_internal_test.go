@@ -23,6 +23,9 @@ func TestPermanentKind(t *testing.T) {
 	}{
 		{"WRONGPASS invalid username-password pair or user is disabled.", ErrAuth},
 		{"NOAUTH Authentication required.", ErrAuth},
+		{"ERR Protocol error: unauthenticated multibulk length", ErrAuth},
+		{"ERR Protocol error: unauthenticated bulk length", ErrAuth},
+		{"CROSSSLOT Keys in request don't hash to the same slot", ErrFencingNode},
 		{"NOPERM this user has no permissions to run the 'eval' command", ErrNoPermission},
 		{"ERR The user executing the script can't run this command or subcommand script: 6163, on @user_script:1.", ErrNoPermission},
 		{"ERR ACL failure in script: User locker has no permissions to run the 'incr' command script: b88a, on @user_script:97.", ErrNoPermission}, // Valkey 8.0

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Errors that describe why an operation on the quorum failed. A failed
@@ -70,9 +71,10 @@ var (
 	// name. That is a configuration error (a key-name clash), not contention.
 	ErrWrongType = errors.New("redlock: lock key holds a non-string value")
 
-	// ErrAuth: so many nodes refused the client's credentials (NOAUTH: the
-	// node wants a password and got none; WRONGPASS: a wrong user name or
-	// password) that the others cannot form a majority. Lock gives up at
+	// ErrAuth: so many nodes refused the client's credentials (NOAUTH, or
+	// "ERR Protocol error: unauthenticated multibulk length" to a script
+	// sent before AUTH: the node wants a password and got none; WRONGPASS:
+	// a wrong user name or password) that the others cannot form a majority. Lock gives up at
 	// once: no retry fixes a configuration error. Each node's reply is in
 	// its NodeResult.Err and in the message.
 	ErrAuth = errors.New("redlock: nodes refused the credentials")
@@ -140,10 +142,15 @@ var (
 	ErrNoValidityBudget  = errors.New("redlock: drift and node timeout leave no validity within the TTL")
 	ErrBadRetryDelay     = errors.New("redlock: retry delays must satisfy 0 <= min <= max")
 	ErrRetentionTooShort = errors.New("redlock: fencing retention too short")
+	ErrBadMaxOutage      = errors.New("redlock: max outage must not be negative (0 turns the bound off)")
 	ErrTooManyNodes      = errors.New("redlock: fencing supports at most 256 nodes")
-	ErrFencingNode       = errors.New("redlock: fencing needs standalone or Sentinel nodes, not Cluster or Ring clients; use WithoutFencing")
-	ErrBadKeyPrefix      = errors.New("redlock: key prefix must be non-empty and hold no '{' or '}'")
-	ErrTTLTooLong        = errors.New("redlock: TTL too long")
+	// ErrFencingNode is also the Kind of a *QuorumError when so many nodes
+	// answered CROSSSLOT that the others cannot form a majority: they are
+	// Redis Cluster nodes given as plain clients, whose slots the fenced
+	// scripts' keys span. Lock gives up at once.
+	ErrFencingNode  = errors.New("redlock: fencing needs standalone or Sentinel nodes, not Cluster or Ring clients; use WithoutFencing")
+	ErrBadKeyPrefix = errors.New("redlock: key prefix must be non-empty and hold no '{' or '}'")
+	ErrTTLTooLong   = errors.New("redlock: TTL too long")
 	// ErrNilOption: a nil Option (New) or LockOption (TryLock, Lock, Do,
 	// Extend, Inspect), wrapped with its position.
 	ErrNilOption = errors.New("redlock: nil option")
@@ -167,6 +174,10 @@ type QuorumError struct {
 	Kind  error
 	Cause error        // context error that cut the operation short, or nil
 	Nodes []NodeResult // one per node, in the order given to New
+	// GaveUpAfter is set when Lock gave up because its attempts had
+	// failed, for other reasons than contention, for that long
+	// (WithMaxOutage); Nodes are then the last attempt's. It is 0 otherwise.
+	GaveUpAfter time.Duration
 
 	// lostToPromises: an attempt of Lock lost only to promises made to
 	// other waiters (see yieldPromise).
@@ -203,6 +214,9 @@ func (e *QuorumError) Error() string {
 	if e.Cause != nil {
 		b.WriteString(": ")
 		b.WriteString(e.Cause.Error())
+	}
+	if e.GaveUpAfter > 0 {
+		fmt.Fprintf(&b, ": gave up after %v of failed attempts (WithMaxOutage)", e.GaveUpAfter.Round(time.Millisecond))
 	}
 	if len(e.Nodes) > 0 {
 		b.WriteString(" [")

@@ -15,6 +15,10 @@ const (
 	DefaultRetryDelayMin = 10 * time.Millisecond
 	DefaultRetryDelayMax = 100 * time.Millisecond
 
+	// DefaultMaxOutage is how long Lock keeps retrying attempts that fail
+	// for other reasons than contention before it gives up (WithMaxOutage).
+	DefaultMaxOutage = 15 * time.Second
+
 	// DefaultRetention is how long a lock name's fencing state (H) outlives
 	// its last acquisition. A day keeps per-name state to the names used in
 	// the last day, while a node's clock would have to jump forward by most
@@ -68,6 +72,7 @@ type config struct {
 	nodeTimeout   time.Duration
 	retryDelayMin time.Duration
 	retryDelayMax time.Duration
+	maxOutage     time.Duration
 	keyPrefix     string
 	logger        *slog.Logger
 	observer      Observer
@@ -84,6 +89,7 @@ func defaultConfig() config {
 		nodeTimeout:   DefaultNodeTimeout,
 		retryDelayMin: DefaultRetryDelayMin,
 		retryDelayMax: DefaultRetryDelayMax,
+		maxOutage:     DefaultMaxOutage,
 		keyPrefix:     "redlock",
 		clock:         systemClock{},
 		fencing:       true,
@@ -131,6 +137,25 @@ func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTi
 func WithRetryDelay(min, max time.Duration) Option {
 	return func(c *config) { c.retryDelayMin, c.retryDelayMax = min, max }
 }
+
+// WithMaxOutage bounds how long Lock (and so Do, and `redlock exec`) keeps
+// retrying while its attempts fail for other reasons than contention:
+// nodes down, paused, full, read-only or too few answering. Once every
+// attempt for d has failed so, with no attempt in between lost to another
+// owner, Lock returns the last attempt's *QuorumError: its Kind is why
+// that attempt failed (ErrUnavailable, say), Nodes holds every node's
+// outcome and cause, and GaveUpAfter how long the attempts had been
+// failing. The bound is checked after each attempt, so Lock returns after
+// at least d and at most d plus one pause (a second at most) and one
+// attempt (the round's patience, see WithNodeTimeout). Contention does not
+// count: an attempt refused because another owner holds the lock resets
+// the bound, and Lock waits for a held lock until ctx ends. Failures that
+// no retry fixes (see Lock) end Lock at once, whatever d.
+//
+// The default is DefaultMaxOutage (15 s). 0 turns the bound off: Lock then
+// retries through an outage until ctx ends, as before. New refuses a
+// negative d (ErrBadMaxOutage).
+func WithMaxOutage(d time.Duration) Option { return func(c *config) { c.maxOutage = d } }
 
 // WithKeyPrefix sets the namespace of every key the client writes
 // (default "redlock"): the lock "orders:42" lives at "redlock:{orders:42}".
@@ -241,6 +266,8 @@ func (c *config) validate() error {
 	case c.retryDelayMin < 0 || c.retryDelayMax < c.retryDelayMin || c.retryDelayMax < MinRetryDelay:
 		return fmt.Errorf("%w: min %v, max %v (max must be at least MinRetryDelay, %v)",
 			ErrBadRetryDelay, c.retryDelayMin, c.retryDelayMax, MinRetryDelay)
+	case c.maxOutage < 0:
+		return fmt.Errorf("%w: got %v", ErrBadMaxOutage, c.maxOutage)
 	}
 	if err := c.validateTTL(c.ttl, "WithTTL"); err != nil {
 		return err

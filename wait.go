@@ -8,13 +8,20 @@ import (
 	"time"
 )
 
-// Lock acquires the lock called name, retrying until it succeeds or ctx
-// ends. It gives up at once on errors that retrying cannot fix
-// (ErrWrongType, ErrNotProvisioned, ErrAuth, ErrNoPermission, ErrScript,
+// Lock acquires the lock called name, retrying until it succeeds, ctx
+// ends, or an outage outlasts the client's bound. It gives up at once on
+// errors that retrying cannot fix (ErrWrongType, ErrNotProvisioned,
+// ErrWrongNodeList, ErrAuth, ErrNoPermission, ErrScript, ErrFencingNode,
 // ErrClosed, and the name errors of TryLock, found before any attempt).
-// When ctx ends, the error is the last attempt's *QuorumError with ctx's
-// error as its Cause. While attempts fail for other reasons than
-// contention (nodes down or full, too few answering), it logs a warning
+// While another owner holds the lock it waits until ctx ends; the error is
+// then the last attempt's *QuorumError with ctx's error as its Cause. When
+// its attempts have failed for other reasons than contention (nodes down,
+// paused, full or read-only, too few answering) for the client's
+// WithMaxOutage bound (DefaultMaxOutage, 15 s), with no attempt lost to
+// another owner in between, it returns the last attempt's *QuorumError,
+// whose Kind says why (ErrUnavailable, say), whose Nodes give every node's
+// cause, and whose GaveUpAfter says how long the attempts had failed.
+// While attempts fail so, it logs a warning
 // with each node's cause through the client's logger (WithLogger), at most
 // one per lock name every 5 seconds; a successful attempt logs nothing.
 // Its pauses between such attempts double each time, up to a second, so
@@ -71,11 +78,17 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 	}
 	woken, backoff := false, 0 // after a wake-up: retry with short, growing delays
 	outages := 0               // attempts in a row lost for want of answers, not to a holder
+	var outageSince time.Time  // when the first of those attempts began
+	var prev *QuorumError      // the last failed attempt's error
 	for attempts := 1; ; attempts++ {
 		if err := ctx.Err(); err != nil {
+			if prev != nil {
+				return nil, prev.ended(ctx)
+			}
 			return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 		}
-		l, err := c.tryLock(ctx, name, waiter, c.cfg.clock.Now().Sub(started), ls)
+		attemptStart := c.cfg.clock.Now()
+		l, err := c.tryLock(ctx, name, waiter, attemptStart.Sub(started), ls)
 		queued = queued || !errors.Is(err, ErrClosed) // a closed client sent nothing
 		var qe *QuorumError
 		if errors.As(err, &qe) && qe.after != nil {
@@ -84,6 +97,7 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 		if err == nil || qe == nil || qe.Cause != nil || final(qe.Kind) {
 			return l, err
 		}
+		prev = qe
 		c.warnRetrying(qe, attempts, started)
 		if qe.lostToPromises {
 			c.yieldPromise(key, waiter)
@@ -92,13 +106,25 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 			}
 		}
 		delay := c.retryDelay()
-		if qe.Kind == ErrLocked {
-			outages = 0
+		if contended(qe) {
+			outages, outageSince = 0, time.Time{}
 		} else {
 			// Nodes down, full or overloaded: back off, so that waiters
-			// do not keep a saturated node or machine saturated.
+			// do not keep a saturated node or machine saturated, and give
+			// up once that has lasted the bound (WithMaxOutage).
 			outages++
 			delay = outageDelay(delay, outages)
+			if outages == 1 {
+				outageSince = attemptStart
+			}
+			if bound := c.cfg.maxOutage; bound > 0 {
+				lasted := c.cfg.clock.Now().Sub(outageSince)
+				if lasted >= bound {
+					qe.GaveUpAfter = lasted
+					return nil, qe
+				}
+				delay = min(delay, bound-lasted) // the last try is on time
+			}
 		}
 		if !woken && splitVote(qe.Nodes) {
 			// Nobody holds the lock on a majority, but others tried at the
@@ -206,6 +232,14 @@ func splitVote(nodes []NodeResult) bool {
 		refused = refused || n.Outcome == NodeRefused
 	}
 	return granted && refused
+}
+
+// contended reports an attempt lost to other owners (the lock held, or
+// promised to other waiters, or a newer token committed meanwhile) rather
+// than to nodes that failed or did not answer: Lock waits out contention
+// until ctx ends, but not an outage (WithMaxOutage).
+func contended(qe *QuorumError) bool {
+	return qe.Kind == ErrLocked || qe.Kind == ErrSuperseded || qe.lostToPromises
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -52,6 +52,7 @@ var labels = map[string]struct {
 	"ErrBadNodeTimeout":    {redlock.ErrBadNodeTimeout, "bad_config"},
 	"ErrNoValidityBudget":  {redlock.ErrNoValidityBudget, "bad_config"},
 	"ErrBadRetryDelay":     {redlock.ErrBadRetryDelay, "bad_config"},
+	"ErrBadMaxOutage":      {redlock.ErrBadMaxOutage, "bad_config"},
 	"ErrRetentionTooShort": {redlock.ErrRetentionTooShort, "bad_config"},
 	"ErrTooManyNodes":      {redlock.ErrTooManyNodes, "bad_config"},
 	"ErrFencingNode":       {redlock.ErrFencingNode, "bad_config"},

@@ -263,6 +263,7 @@ var resultLabels = []struct {
 	{redlock.ErrBadNodeTimeout, "bad_config"},
 	{redlock.ErrNoValidityBudget, "bad_config"},
 	{redlock.ErrBadRetryDelay, "bad_config"},
+	{redlock.ErrBadMaxOutage, "bad_config"},
 	{redlock.ErrRetentionTooShort, "bad_config"},
 	{redlock.ErrTooManyNodes, "bad_config"},
 	{redlock.ErrFencingNode, "bad_config"},

@@ -148,6 +148,9 @@ func acquireError(name string, err error) error {
 	case errors.Is(err, redlock.ErrWrongNodeList):
 		return &exitError{78, fmt.Errorf("could not acquire %q: --nodes is not the deployment's node list (each "+
 			"node of the deployment, once): %w", name, err)}
+	case errors.Is(err, redlock.ErrAuth), errors.Is(err, redlock.ErrNoPermission):
+		return &exitError{69, fmt.Errorf("could not acquire %q: the nodes refused the credentials or the ACL user "+
+			"(check the user and password in --nodes): %w", name, err)}
 	case errors.Is(err, redlock.ErrEmptyName), errors.Is(err, redlock.ErrNameTooLong), errors.Is(err, redlock.ErrBadName):
 		return &exitError{2, err}
 	}
