@@ -20,7 +20,16 @@ import (
 // ErrSuperseded, ErrNotProvisioned, or one that no retry fixes (ErrWrongType,
 // ErrAuth, ErrNoPermission, ErrScript), after releasing the lock on every node that answered; nodes
 // that had not answered are released in the background as soon as their
-// call ends. If ctx ends first, the error also matches ctx's error.
+// call ends.
+//
+// It waits for a majority's answers up to the round's patience (see
+// WithNodeTimeout: 5 s with the defaults, when a majority is down or
+// paused), or until ctx ends if that comes first. Then too the error is a
+// *QuorumError with a Kind (ErrUnavailable when too few nodes had
+// answered) and every node's outcome, those still silent NodeTimedOut
+// with an Err that wraps ctx's error; ctx's error is its Cause, so
+// errors.Is matches it as well. (A refusal that may be this client's own
+// release still in flight gives no Kind then: see Lock.)
 //
 // name must be non-empty, at most MaxNameLength bytes long, and must not
 // begin with '}' (see ErrBadName); otherwise TryLock sends nothing and
@@ -131,6 +140,14 @@ func (l *Lock) fail(t *tally, ctxErr error, commit []NodeResult, kind, cause err
 		own: l.ownInFlight || l.c.settling.pending(l.name)}
 	switch {
 	case ctxErr != nil:
+		// Cut short by ctx: still say why the round was not won, except
+		// by refusals that may be this client's own (QuorumError.ended).
+		if !t.won() {
+			qe.Kind = classifyAcquire(t)
+			if qe.own && qe.Kind == ErrLocked {
+				qe.Kind = nil
+			}
+		}
 	case !t.won():
 		qe.Kind = classifyAcquire(t)
 		qe.lostToPromises = qe.Kind == ErrLocked && l.lostToPromises(t)

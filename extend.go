@@ -20,7 +20,11 @@ import (
 // than before if the TTL was shortened enough. It never re-creates an
 // expired key, and it fails with ErrExpired once Done has closed. An
 // invalid For is refused as TryLock refuses it, before anything is sent,
-// and leaves the lock as it was.
+// and leaves the lock as it was. It waits for a majority up to the round's
+// patience (see WithNodeTimeout), or until ctx ends: the error is then a
+// *QuorumError of Kind ErrUnavailable (ErrExpired if a majority refused)
+// with ctx's error as its Cause and every node's outcome, the silent ones
+// NodeTimedOut with an Err that wraps ctx's error.
 //
 // Once Unlock has begun on this Lock, Extend fails with ErrReleased, also
 // when the Unlock began while the extension was in flight and took the

@@ -130,7 +130,7 @@ func (c *Client) checkedList(ctx context.Context) (*listView, error) {
 func (c *Client) attemptList(ctx context.Context, name string) (*listView, error) {
 	list, err := c.checkedList(ctx)
 	if err != nil {
-		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+		return nil, c.noVerdict(name, err)
 	}
 	if list.err != nil || !slices.Contains(list.seen, true) {
 		// A verdict against the list may be stale (the operator fixed the
@@ -140,7 +140,7 @@ func (c *Client) attemptList(ctx context.Context, name string) (*listView, error
 			select {
 			case <-running:
 			case <-ctx.Done():
-				return nil, &QuorumError{Op: "lock", Name: name, Cause: ctx.Err()}
+				return nil, c.noVerdict(name, ctx.Err())
 			}
 			list = c.list.view.Load()
 		}
@@ -158,6 +158,19 @@ func (c *Client) attemptList(ctx context.Context, name string) (*listView, error
 		return nil, &QuorumError{Op: "lock", Name: name, Kind: ErrWrongNodeList, Cause: list.err}
 	}
 	return list, nil
+}
+
+// noVerdict is the error of an attempt on name whose ctx ended (err)
+// while it waited for the check of the node list: too few nodes had
+// answered the check to judge the list, and each node is reported as
+// silent, or unreachable with its dial error. ErrClosed stays itself.
+func (c *Client) noVerdict(name string, err error) error {
+	if err == ErrClosed {
+		return &QuorumError{Op: "lock", Name: name, Cause: err}
+	}
+	t := newTally(len(c.nodes))
+	t.cutShort(err, c.unreachable)
+	return &QuorumError{Op: "lock", Name: name, Kind: ErrUnavailable, Cause: err, Nodes: t.results}
 }
 
 // refreshList runs a check of the node list that begins after it is

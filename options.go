@@ -118,11 +118,12 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor 
 // while a majority of the nodes answers. A round stops waiting as soon as
 // its outcome is decided. Until a majority has answered (every node late:
 // an overloaded client machine, a burst of new connections, or a majority
-// really down) it waits longer, up to the TTL less the drift allowance
-// and at most 5 seconds (or ten node timeouts, if more), and its calls may
-// run that long, so that overload costs latency rather than failed
-// attempts; go-redis's own read and dial timeouts, and ctx, can end it
-// sooner.
+// really down) it waits longer, up to its patience: the TTL less the drift
+// allowance, capped at 5 seconds, or ten node timeouts if that is more.
+// That is the longest one TryLock, Extend or Unlock round waits, and its
+// calls may run that long, so that overload costs latency rather than
+// failed attempts; go-redis's own read and dial timeouts, and ctx, can end
+// it sooner (the error then still names every node's cause).
 // The TTL must exceed rounds × node timeout + drift (MinTTL), where
 // rounds is two with fencing: a longer node timeout needs a longer TTL.
 // (An acquisition that takes longer than that, waiting on late nodes,

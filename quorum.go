@@ -38,6 +38,8 @@ type roundSpec struct {
 // done waits for every node) until done holds, every node has an outcome,
 // or ctx ends. It returns the tally, and ctx's error in the last case. On a
 // closed client it sends nothing and returns a nil tally and ErrClosed.
+// If ctx ended, the nodes still silent have an outcome all the same
+// (tally.cutShort), so the error can say why on every node.
 //
 // done and soon are parameters, not fields of s: what s holds goes to the
 // node goroutines, and would take them to the heap with it.
@@ -56,7 +58,11 @@ func (c *Client) runRound(ctx context.Context, s roundSpec, done func(*tally) bo
 		done = func(*tally) bool { return false }
 	}
 	t := newTally(len(c.nodes))
-	return t, c.collect(ctx, replies, t, done, deadline, soon)
+	err = c.collect(ctx, replies, t, done, deadline, soon)
+	if err != nil {
+		t.cutShort(err, c.unreachable)
+	}
+	return t, err
 }
 
 // nodeOp performs one call on node i. It returns the outcome, an

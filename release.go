@@ -22,7 +22,10 @@ import (
 // It returns nil if a majority deleted the lock. It returns a *QuorumError
 // with Kind ErrExpired if the lock was no longer held on a majority: the
 // critical section may have overlapped another holder. ErrUnavailable means
-// too few nodes answered to tell. Later calls return the first call's result.
+// too few nodes answered to tell, within the round's patience (see
+// WithNodeTimeout) or before ctx ended; in the last case ctx's error is
+// its Cause and the silent nodes are NodeTimedOut with an Err that wraps
+// it. Later calls return the first call's result.
 func (l *Lock) Unlock(ctx context.Context) error {
 	l.unlockOnce.Do(func() {
 		start := l.c.cfg.clock.Now()

@@ -19,7 +19,8 @@ const (
 	// node could not be reached (its last dial failed, say with "connection
 	// refused"). Err says why.
 	NodeFailed
-	// NodeTimedOut: the node did not answer within the node timeout.
+	// NodeTimedOut: the node did not answer within the node timeout, or
+	// before the caller's ctx ended (its Err then wraps ctx's error).
 	NodeTimedOut
 	// NodeAmnesiac: the node has lost its fencing state (its node-id marker
 	// is gone) and is left out of quorums until it is repaired.
@@ -110,6 +111,35 @@ func (t *tally) timeOut(timeout time.Duration, unreachable func(int) error) {
 		}
 	}
 }
+
+// cutShort gives up on every node that has not answered when the caller's
+// ctx ended (err) before the round was decided: NodeFailed with the cause
+// where unreachable knows why the node cannot be reached, else
+// NodeTimedOut with an Err that wraps err. So the error still names every
+// node's cause.
+func (t *tally) cutShort(err error, unreachable func(int) error) {
+	silent := &noAnswerError{err}
+	for i := range t.results {
+		if t.recorded[i] {
+			continue
+		}
+		if cause := unreachable(i); cause != nil {
+			t.record(i, NodeFailed, cause, 0)
+		} else {
+			t.record(i, NodeTimedOut, silent, 0)
+		}
+	}
+}
+
+// noAnswerError is the Err of a node that had not answered when the
+// caller's ctx ended.
+type noAnswerError struct{ ctxErr error }
+
+func (e *noAnswerError) Error() string {
+	return "redlock: no answer before the caller's context ended: " + e.ctxErr.Error()
+}
+
+func (e *noAnswerError) Unwrap() error { return e.ctxErr }
 
 // stopWaiting gives up on the silent nodes before their timeout: they keep
 // NodeNoReply.
