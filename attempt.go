@@ -80,7 +80,8 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 	l.list = list
 	// A refusal may come from this client's own release or rollback of the
 	// name, if one was in flight when the attempt went out (QuorumError.ended).
-	l.ownInFlight = c.settling.pending(name)
+	l.ownReleases = c.settling.inFlight(name)
+	l.ownInFlight = len(l.ownReleases) > 0
 	l.waiter = waiter
 	start := c.cfg.clock.Now()
 	var commit []NodeResult
@@ -212,6 +213,9 @@ func classifyAcquire(t *tally) error {
 
 // acquireOp is the acquisition call on one node.
 func (l *Lock) acquireOp(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+	if err := l.afterOwn(ctx, i); err != nil {
+		return NodeFailed, 0, err
+	}
 	n, err := l.acquire.run(ctx, node).Int64()
 	switch {
 	case err == nil && !l.list.admit(l, i, 0):
@@ -244,7 +248,7 @@ func (l *Lock) afterAcquire(r reply) {
 	if l.success {
 		return // held
 	}
-	defer l.c.settling.callEnded(l.name, l.rollbacks)
+	defer l.c.settling.callEnded(l.name, l.rollbacks, r.node)
 	if !l.acqSent[r.node] {
 		return // nothing was sent there
 	}

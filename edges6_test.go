@@ -268,8 +268,12 @@ func TestAPromiseToACancelledWaiterIsNotTakenForAnotherOwner(t *testing.T) {
 	}
 	// Lock 2 takes the lock; then Lock 1's calls land, and are refused.
 	// (On today's code Lock 1 left the queue on every node before this;
-	// now its leave waits for its calls, and goes after them.)
-	l2, err := c.Lock(ctx, "job")
+	// now its leave waits for its calls, and goes after them.) Lock 2 runs
+	// on another client: a client's own attempt is sent to each node only
+	// after its earlier attempt's rollback there (settle.go, afterOwn), so
+	// on c it could not overtake Lock 1's held calls.
+	c2 := cl.newClient(t, redlock.WithNodeTimeout(time.Second), redlock.WithRetryDelay(time.Second, time.Second))
+	l2, err := c2.Lock(ctx, "job")
 	if err != nil {
 		t.Fatalf("Lock 2: %v", err)
 	}

@@ -72,6 +72,9 @@ func (c *Client) fencedAcquireCall(l *Lock, waiter string, waitedUs int64) *scri
 // fencedAcquireOp is round 1 on one node.
 func (l *Lock) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
 	c := l.c
+	if err := l.afterOwn(ctx, i); err != nil {
+		return NodeFailed, 0, err
+	}
 	vals, err := l.acquire.run(ctx, node).Int64Slice()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):

@@ -41,8 +41,9 @@ type Lock struct {
 	// per node: closed once the first release after a failed attempt was
 	// tried. Made by abandon, before the verdict that the rollbacks wait for.
 	rollbackTried []chan struct{}
-	rollbacks     *release // the rollbacks in flight, for this client's next attempt (settle.go)
-	ownInFlight   bool     // this client had a release of the name in flight when the attempt began
+	rollbacks     *release   // the rollbacks in flight, for this client's next attempt (settle.go)
+	ownInFlight   bool       // this client had a release of the name in flight when the attempt began
+	ownReleases   []*release // those releases: the call on each node goes after theirs (afterOwn)
 	// closed when the attempt is decided; success is set before.
 	verdict chan struct{}
 	success bool

@@ -17,7 +17,9 @@ import (
 // slowest nodes: their calls go on in the background. Another
 // client that tries the name at once may still be refused by such a node,
 // and win or lose by the others as with any contention; this client's own
-// next attempt on the name first waits briefly for them.
+// next attempt on the name sends its call to each node only after the
+// release's call there has ended, so it is never refused for this lock's
+// old value (its majority waits for those releases, not its failure).
 //
 // It returns nil if a majority deleted the lock. It returns a *QuorumError
 // with Kind ErrExpired if the lock was no longer held on a majority: the
@@ -50,7 +52,7 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 	}
 	inFlight := c.settling.start(l.name, len(c.nodes))
 	then := func(r reply) {
-		c.settling.callEnded(l.name, inFlight)
+		c.settling.callEnded(l.name, inFlight, r.node)
 		if !r.sent {
 			return
 		}
