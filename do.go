@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// Do acquires the lock called name (waiting as Lock does), runs fn while
+// Do acquires the lock called name (waiting as Lock does, and giving up
+// on an outage as Lock does: WithMaxOutage), runs fn while
 // holding it, and releases it when fn returns.
 //
 // While fn runs, the lock is extended every TTL/3, TTL being the lock's
