@@ -86,3 +86,27 @@ func TestErrorLineSaysRedlockOnce(t *testing.T) {
 		t.Errorf("%q", line)
 	}
 }
+
+// exec without the password of requirepass nodes said "the nodes are
+// unavailable" (issue 23, 2): the nodes answer a lock script sent before
+// AUTH with "ERR Protocol error: unauthenticated multibulk length", which
+// is ErrAuth. It exits 69, saying the credentials were refused, at once
+// even with --wait.
+func TestExecWithoutThePasswordSaysSo(t *testing.T) {
+	g, urls := startNodes(t)
+	for i, n := range g {
+		c := n.NewClient()
+		err := c.ConfigSet(context.Background(), "requirepass", "secret").Err()
+		c.Close()
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	for _, wait := range []string{"0", "1m"} {
+		err := run(context.Background(), []string{"exec", "--nodes", urls, "--ttl", "1s", "--wait", wait,
+			"job", "--", "true"}, nil)
+		if code := exitCode(err); code != 69 || !strings.Contains(err.Error(), "check the user and password") {
+			t.Errorf("--wait %s: exit %d (%v), want 69 saying the credentials were refused", wait, code, err)
+		}
+	}
+}
