@@ -37,8 +37,11 @@
 // message names each failed node's cause (a refused connection, an OOM
 // reply, WRONGPASS), as does its NodeResult.Err. Lock gives up at once on
 // failures no retry can fix (ErrAuth, ErrNoPermission, ErrScript,
-// ErrWrongType, ErrNotProvisioned) and, with WithLogger, warns about the
-// others while it retries, at most once per lock name every 5 seconds.
+// ErrFencingNode, ErrWrongType, ErrNotProvisioned) and, with WithLogger,
+// warns about the others while it retries, at most once per lock name
+// every 5 seconds; it gives up on them too once they have lasted
+// WithMaxOutage (15 s by default), while a lock held by another owner is
+// waited for until ctx ends.
 //
 // The TTL must exceed rounds × node timeout + drift (two rounds with
 // fencing), so that an acquisition whose rounds each took a full node
