@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -185,30 +184,6 @@ func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []N
 	l.token = uint64(token)
 	l.acquired(t.snapshot(), until)
 	return commit, nil, nil
-}
-
-// classifyAcquire tells contention from unavailability once an attempt is lost.
-func classifyAcquire(t *tally) error {
-	blank := 0
-	for _, r := range t.results {
-		if errors.Is(r.Err, ErrWrongType) {
-			return ErrWrongType
-		}
-		if r.Err == errNoIdentity {
-			blank++
-		}
-	}
-	if blank >= t.majority {
-		// Never provisioned, or a majority lost its data: no retry helps.
-		return ErrNotProvisioned
-	}
-	if kind := blockingKind(t); kind != nil {
-		return kind
-	}
-	if t.granted()+t.counts[NodeRefused] >= t.majority {
-		return ErrLocked
-	}
-	return ErrUnavailable
 }
 
 // acquireOp is the acquisition call on one node.

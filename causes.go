@@ -81,6 +81,30 @@ func permanentKind(err error) error {
 	return nil
 }
 
+// classifyAcquire tells contention from unavailability once an attempt is lost.
+func classifyAcquire(t *tally) error {
+	blank := 0
+	for _, r := range t.results {
+		if errors.Is(r.Err, ErrWrongType) {
+			return ErrWrongType
+		}
+		if r.Err == errNoIdentity {
+			blank++
+		}
+	}
+	if blank >= t.majority {
+		// Never provisioned, or a majority lost its data: no retry helps.
+		return ErrNotProvisioned
+	}
+	if kind := blockingKind(t); kind != nil {
+		return kind
+	}
+	if t.granted()+t.counts[NodeRefused] >= t.majority {
+		return ErrLocked
+	}
+	return ErrUnavailable
+}
+
 // blockingKind returns the kind of the failures no retry can fix, when the
 // nodes that failed so leave too few others to form a majority: the
 // attempt failed because of them, and every retry would. With several
