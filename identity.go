@@ -57,7 +57,9 @@ type nodeState struct {
 	maxTTL       time.Duration
 	runID        string
 	usedMemory   int64
-	maxMemory    int64 // 0: no limit
+	maxMemory    int64  // 0: no limit
+	role         string // "master", or "slave" for a replica
+	master       string // a replica's master, "host:port"
 }
 
 // intact: the node counts in fenced quorums.
@@ -66,7 +68,7 @@ func (s *nodeState) intact() bool {
 }
 
 func parseNodeState(v []any) (*nodeState, error) {
-	if len(v) != 13 {
+	if len(v) != 15 {
 		return nil, fmt.Errorf("redlock: unexpected node state %v", v)
 	}
 	str := func(i int) string { s, _ := v[i].(string); return s }
@@ -75,7 +77,7 @@ func parseNodeState(v []any) (*nodeState, error) {
 		uuid: str(0), roster: str(1), id: -1, replid: str(3), curReplid: str(4),
 		now:     num(6),
 		counter: num(8), maxTTL: time.Duration(num(9)) * time.Millisecond, runID: str(10),
-		usedMemory: num(11), maxMemory: num(12),
+		usedMemory: num(11), maxMemory: num(12), role: str(13), master: str(14),
 	}
 	if id, err := strconv.Atoi(str(2)); err == nil {
 		s.id = id

@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -283,78 +282,6 @@ func (c *Client) readList(ctx context.Context, first bool) *listView {
 	v := judgeList(states, len(c.nodes))
 	v.nodes, v.kind = t.snapshot(), blockingKind(t)
 	return v
-}
-
-// judgeList checks what the nodes that answered hold (nil: no answer).
-func judgeList(states []*nodeState, n int) *listView {
-	v := &listView{roster: "", ids: make([]int, n), seen: make([]bool, n)}
-	var problems []string
-	servers := map[string][]int{}
-	rosters := map[string][]int{}
-	for i, s := range states {
-		v.ids[i] = -1
-		if s == nil {
-			continue
-		}
-		v.seen[i] = true
-		if s.runID != "" {
-			servers[s.runID] = append(servers[s.runID], i)
-		}
-		if s.roster != "" {
-			rosters[s.roster] = append(rosters[s.roster], i)
-		}
-	}
-	for id, nodes := range servers {
-		if len(nodes) > 1 {
-			problems = append(problems, fmt.Sprintf("%s are one server (run_id %.12s): list each server once",
-				nodeNames(nodes), id))
-		}
-	}
-	switch len(rosters) {
-	case 0: // not provisioned, or every node that answered lost its data: the attempts say which
-	case 1:
-		for r := range rosters {
-			v.roster = r
-		}
-		if k := strings.Count(v.roster.(string), ",") + 1; k != n {
-			problems = append(problems, fmt.Sprintf("the deployment has %d nodes (its roster), the list %d: "+
-				"list every node of the deployment, once", k, n))
-		}
-	default:
-		var groups []string
-		for _, nodes := range rosters {
-			groups = append(groups, nodeNames(nodes))
-		}
-		slices.Sort(groups)
-		problems = append(problems, fmt.Sprintf("the list mixes deployments: %s each hold another roster; "+
-			"list the nodes of one deployment", strings.Join(groups, " and ")))
-	}
-	holder := map[int]int{}
-	for i, s := range states {
-		if s == nil || !s.intact() || s.roster != v.roster {
-			continue
-		}
-		if j, dup := holder[s.id]; dup {
-			problems = append(problems, fmt.Sprintf("nodes %d and %d both hold fencing id %d (one restored from "+
-				"the other's data?): each member of the deployment must be listed once", j, i, s.id))
-			continue
-		}
-		holder[s.id] = i
-		v.ids[i] = s.id
-	}
-	if len(problems) > 0 {
-		slices.Sort(problems)
-		v.err = &NodeListError{Problems: problems}
-	}
-	return v
-}
-
-func nodeNames(nodes []int) string {
-	s := make([]string, len(nodes))
-	for k, i := range nodes {
-		s[k] = fmt.Sprint(i)
-	}
-	return "nodes " + strings.Join(s, ", ")
 }
 
 // infoField returns field's value in an INFO reply.

@@ -10,13 +10,20 @@
 --
 -- Returns, as strings ('' for none): uuid, roster, id, recorded
 -- replication id, current replication id, lost stamp ('<node ms>:<nonce>:<replid>'), node time
--- (ms), uptime (s), G, longest TTL (ms), run id, used memory, maxmemory.
+-- (ms), uptime (s), G, longest TTL (ms), run id, used memory, maxmemory,
+-- replication role ('master' or 'slave'), and a replica's master as
+-- 'host:port' ('' for a master).
 nodeID()
 local function get(k) return redis.call('GET', k) or '' end
 local repl = redis.call('INFO', 'replication')
 local server = redis.call('INFO', 'server')
 local memory = redis.call('INFO', 'memory')
 local t = redis.call('TIME')
+local master = ''
+if string.match(repl, 'role:slave') then
+  master = (string.match(repl, 'master_host:([^\r\n]+)') or '?') .. ':' ..
+    (string.match(repl, 'master_port:(%d+)') or '?')
+end
 return {
   get(KEYS[1]), get(KEYS[2]), get(KEYS[3]), get(KEYS[4]),
   string.match(repl, 'master_replid:(%x+)') or '',
@@ -27,4 +34,6 @@ return {
   string.match(server, 'run_id:(%x+)') or '',
   string.match(memory, 'used_memory:(%d+)') or '0',
   string.match(memory, 'maxmemory:(%d+)') or '0',
+  string.match(repl, 'role:(%a+)') or '',
+  master,
 }

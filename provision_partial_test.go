@@ -1,0 +1,145 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/node"
+)
+
+// Issue 23, item 1: the Quick start called Provision before locking, and
+// Provision needed every node, so one node of five down failed every start
+// ("provision: too few nodes answered [4 granted, 1 failed of 5 ...]"). A
+// deployment that is already provisioned is now checked on the nodes that
+// answer: Provision succeeds while a majority of them holds the roster and
+// its ids, and says which nodes it could not check. A deployment not yet
+// provisioned still needs every node (its roster names every member).
+//
+// On today's code (e1c99f5):
+//
+//	provision_partial_test.go:36: Provision of a provisioned deployment with node 4 down: redlock: provision: too few nodes answered [4 granted, 1 failed of 5: dial tcp 127.0.0.1:41653: connect: connection refused (node 4)]
+func TestProvisionOfAProvisionedDeploymentNeedsAMajority(t *testing.T) {
+	cl := startCluster(t, 5)
+	ctx := context.Background()
+	before, err := cl.newClient(t).NodeIDs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.nodes[4].Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := cl.newClient(t, redlock.WithNodeTimeout(time.Second))
+	if err := c.Provision(ctx); err != nil {
+		t.Fatalf("Provision of a provisioned deployment with node 4 down: %v", err)
+	}
+	rep, err := c.ProvisionWithReport(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(before[:4:4], -1); !slices.Equal(rep.IDs, want) {
+		t.Errorf("report ids %v, want %v", rep.IDs, want)
+	}
+	if len(rep.Unchecked) != 1 || rep.Unchecked[0].Node != 4 || rep.Unchecked[0].Err == nil {
+		t.Errorf("unchecked %+v, want node 4 with its cause", rep.Unchecked)
+	}
+	l, err := c.TryLock(ctx, "after")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock(ctx)
+
+	// A majority must answer: with three of five down, nothing is checked.
+	for _, i := range []int{2, 3} {
+		if err := cl.nodes[i].Kill(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Provision(ctx); !errors.Is(err, redlock.ErrUnavailable) {
+		t.Errorf("Provision with 2 of 5 nodes up: %v, want ErrUnavailable", err)
+	}
+}
+
+// Nodes that answer but are not the deployment's still fail, with the
+// node list's error, although a node is down.
+func TestProvisionWithANodeDownStillRefusesAWrongList(t *testing.T) {
+	d1 := startCluster(t, 5)
+	d2 := startCluster(t, 3)
+	ctx := context.Background()
+	if err := d1.nodes[4].Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Node 3 of the list is a node of another deployment.
+	list := slices.Clone(d1.clients)
+	list[3] = d2.clients[0]
+	c, err := redlock.New(list, redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Provision(ctx)
+	var nle *redlock.NodeListError
+	if !errors.Is(err, redlock.ErrWrongNodeList) || !errors.As(err, &nle) {
+		t.Fatalf("Provision with node 3 of another deployment and node 4 down: %v, want a *NodeListError", err)
+	}
+	t.Log(err)
+}
+
+// A deployment nobody provisioned needs every node: its roster names
+// every member, and a member that did not claim its uuid cannot be named.
+func TestProvisionOfANewDeploymentNeedsEveryNode(t *testing.T) {
+	cl := startFreshCluster(t, 5)
+	ctx := context.Background()
+	if err := cl.nodes[4].Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := cl.newClient(t, redlock.WithNodeTimeout(time.Second))
+	err := c.Provision(ctx)
+	if !errors.Is(err, redlock.ErrUnavailable) {
+		t.Fatalf("Provision of a new deployment with node 4 down: %v, want ErrUnavailable", err)
+	}
+	t.Log(err)
+	for i, cc := range cl.inspect[:4] {
+		if n, err := cc.Exists(ctx, "redlock:node-uuid", "redlock:node-roster").Result(); err != nil || n != 0 {
+			t.Errorf("node %d holds %d identity keys (%v): nothing may be claimed before every node answers", i, n, err)
+		}
+	}
+}
+
+// Issue 23, item 2: with the default node timeout (50 ms), as in the
+// Quick start, a replica in the list was reported as "timed out": go-redis
+// retries READONLY until the node timeout ends. Provision now names it a
+// replica before it writes anything.
+//
+// On today's code (e1c99f5):
+//
+//	provision_partial_test.go:134: Provision with node 2 a replica: redlock: provision (claim): too few nodes answered [2 granted, 1 timed out of 3], want a *NodeListError naming node 2 a replica
+func TestProvisionNamesAReplica(t *testing.T) {
+	cl := startFreshCluster(t, 2)
+	master := startFreshCluster(t, 1)
+	replica := startNodes(t, 1, node.Config{Args: []string{"--replicaof", "127.0.0.1", port(t, master.nodes[0].Addr())}})
+	c, err := redlock.New(append(slices.Clone(cl.clients), replica.clients[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Provision(context.Background())
+	var nle *redlock.NodeListError
+	if !errors.As(err, &nle) || !strings.Contains(err.Error(), "node 2 is a replica of 127.0.0.1:"+port(t, master.nodes[0].Addr())) {
+		t.Fatalf("Provision with node 2 a replica: %v, want a *NodeListError naming node 2 a replica", err)
+	}
+}
+
+func port(t *testing.T, addr string) string {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
