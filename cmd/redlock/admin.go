@@ -17,28 +17,44 @@ import (
 
 const provisionUsage = `usage: redlock provision [flags]
 
-Gives every node of a new deployment its fencing identity. Every node must answer. Run it once at
-deploy time: fenced locks on a deployment nobody provisioned fail (redlock exec exits 69). Running it
-again changes nothing.
+Gives every node of a new deployment its fencing identity. Run it once at deploy time, with every
+node up: fenced locks on a deployment nobody provisioned fail (redlock exec exits 69), and a new
+deployment's roster names every member. Running it again changes nothing: on a deployment already
+provisioned it checks the nodes that answer and needs only a majority of them; it lists the nodes
+it could not check, which each client checks at its first reply (and redlock doctor, once they are
+back).
+
+It refuses, before writing anything, a list that is not one deployment's masters: a replica, nodes
+of two deployments (it says which nodes belong to which), one server listed twice. Fix the list;
+no repair or reprovision fixes one.
 
 --reprovision-above T recovers a deployment in which a majority of the nodes lost their fencing
 state (docs/operations.md, "A majority lost"): every node forgets its identity, every counter is
 raised so that all later tokens exceed T, and the deployment is provisioned afresh. T must be at least
-the highest token any protected store accepted (the fences' marks); it is never guessed.
+the highest token any protected store accepted (the fences' marks); it is never guessed. On a
+deployment whose majority is intact, or over a list that is not one deployment's, it refuses unless
+--force is given: a repair brings back a minority (redlock repair), and a wrong list is fixed, not
+reprovisioned.
+
+Exit codes: 0 provisioned (or checked); 2 bad flags, or --reprovision-above refused without --force;
+1 anything else.
 
 Flags:
 `
 
 // runProvision gives every node its fencing identity
-// (redlock.Client.Provision), or with --reprovision-above recovers a
-// deployment that lost a majority (redlock.Client.Reprovision).
+// (redlock.Client.ProvisionWithReport), or with --reprovision-above
+// recovers a deployment that lost a majority (redlock.Client.Reprovision).
 func runProvision(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("provision", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), provisionUsage); fs.PrintDefaults() }
 	nodesFlag := fs.String("nodes", os.Getenv("REDLOCK_NODES"), "comma-separated redis:// or rediss:// URLs (or REDLOCK_NODES)")
 	prefix := fs.String("key-prefix", "redlock", "the clients' key prefix")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the nodes")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each node at each step (the command "+
+		"takes at most provisionSteps times that)")
 	asJSON := fs.Bool("json", false, "print the node ids as JSON")
+	force := fs.Bool("force", false, "with --reprovision-above: reprovision although a majority of the nodes is intact "+
+		"or the list is not one deployment's")
 	var above *uint64
 	fs.Func("reprovision-above", "after a majority lost its data, reprovision so that every later token exceeds `T`: "+
 		"at least the highest token any store accepted (no default)", func(s string) error {
@@ -52,17 +68,30 @@ func runProvision(ctx context.Context, args []string, out io.Writer) error {
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
+	if *force && above == nil {
+		return &exitError{2, errors.New("--force goes with --reprovision-above")}
+	}
 	c, closeNodes, err := adminClient(*nodesFlag, *prefix, *timeout)
 	if err != nil {
 		return err
 	}
 	defer closeNodes()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	// A node that does not answer costs the node timeout at each step.
+	ctx, cancel := context.WithTimeout(ctx, provisionSteps**timeout)
 	defer cancel()
+	var rep *redlock.ProvisionReport
 	if above != nil {
+		if !*force {
+			if err := reprovisionNeeded(ctx, c); err != nil {
+				return err
+			}
+		}
 		err = c.Reprovision(ctx, *above)
+		if err == nil {
+			rep, err = c.ProvisionWithReport(ctx)
+		}
 	} else {
-		err = c.Provision(ctx)
+		rep, err = c.ProvisionWithReport(ctx)
 	}
 	if errors.Is(err, redlock.ErrAmnesia) {
 		return fmt.Errorf("%w\n(a minority not intact: `redlock repair --node I`, or wait for the clients' online repair; "+
@@ -71,18 +100,67 @@ func runProvision(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ids, err := c.NodeIDs(ctx)
-	if err != nil {
-		return err
-	}
 	if *asJSON {
-		return json.NewEncoder(out).Encode(map[string]any{"node_ids": ids})
+		return json.NewEncoder(out).Encode(map[string]any{"node_ids": rep.IDs, "unchecked": uncheckedNodes(rep)})
 	}
 	if above != nil {
 		fmt.Fprintf(out, "reprovisioned: every later token exceeds %d\n", *above)
 	}
-	for i, id := range ids {
+	unchecked := map[int]error{}
+	for _, r := range rep.Unchecked {
+		unchecked[r.Node] = r.Err
+	}
+	for i, id := range rep.IDs {
+		if cause, ok := unchecked[i]; ok {
+			fmt.Fprintf(out, "node %d: not checked: it did not answer (%v); clients check it at their first reply, "+
+				"and so does redlock doctor once it is back\n", i, cause)
+			continue
+		}
 		fmt.Fprintf(out, "node %d: fencing id %d\n", i, id)
+	}
+	return nil
+}
+
+// provisionSteps bounds the rounds a provision waits for the nodes in:
+// reading them, claiming, recording the roster, writing ids, the clients'
+// node list check, and the read for the report (a reprovision adds its
+// own reset and reads).
+const provisionSteps = 8
+
+func uncheckedNodes(rep *redlock.ProvisionReport) []int {
+	nodes := []int{}
+	for _, r := range rep.Unchecked {
+		nodes = append(nodes, r.Node)
+	}
+	return nodes
+}
+
+// reprovisionNeeded refuses a reprovision that is not a recovery: a
+// majority of the nodes is intact (repair brings back the others, and
+// reprovisioning would forget every identity for nothing), or the list is
+// not one deployment's (reprovisioning would take nodes from their own).
+// A deployment whose nodes cannot all be read is left to Reprovision, which
+// needs every node.
+func reprovisionNeeded(ctx context.Context, c *redlock.Client) error {
+	ids, err := c.NodeIDs(ctx)
+	var wrong *redlock.NodeListError
+	if errors.As(err, &wrong) {
+		return &exitError{2, fmt.Errorf("refusing to reprovision: %w. Fix the node list; --force reprovisions "+
+			"every listed node anyway, taking nodes from their deployments", err)}
+	}
+	if err != nil {
+		return nil
+	}
+	intact := 0
+	for _, id := range ids {
+		if id >= 0 {
+			intact++
+		}
+	}
+	if intact >= len(ids)/2+1 {
+		return &exitError{2, fmt.Errorf("refusing to reprovision: %d of %d nodes are intact (fencing ids %v), a "+
+			"majority: there is no loss to recover from. Nodes not intact come back with `redlock repair --node I` "+
+			"(docs/operations.md); --force reprovisions anyway", intact, len(ids), ids)}
 	}
 	return nil
 }
