@@ -63,10 +63,17 @@ func judgeNodeIDs(facts []nodeFacts, readErr error, add func(int, string, status
 	n := len(facts)
 	maj := n/2 + 1
 	intact, provisioned := 0, false
+	var claimed, rostered []string
 	var longest time.Duration
-	for _, f := range facts {
-		if ff := f.Fencing; ff != nil && (ff.HasUUID || ff.HasRoster || ff.IDMarker != nil) {
-			provisioned = true
+	for i, f := range facts {
+		if ff := f.Fencing; ff != nil {
+			provisioned = provisioned || ff.IDMarker != nil
+			if ff.HasUUID {
+				claimed = append(claimed, fmt.Sprint(i))
+			}
+			if ff.HasRoster {
+				rostered = append(rostered, fmt.Sprint(i))
+			}
 		}
 		if f.NodeID != nil && *f.NodeID >= 0 {
 			intact++
@@ -74,6 +81,19 @@ func judgeNodeIDs(facts []nodeFacts, readErr error, add func(int, string, status
 				longest = max(longest, f.Fencing.MaxTTL)
 			}
 		}
+	}
+	if !provisioned && len(claimed) > 0 {
+		// No node ever held an id, so no token was ever issued: nothing
+		// was lost, and provisioning carries on from the claims.
+		began := "nodes " + strings.Join(claimed, ", ") + " hold a uuid claim"
+		if len(rostered) > 0 {
+			began += ", nodes " + strings.Join(rostered, ", ") + " the roster"
+		}
+		add(-1, "node ids", statusFail, "not provisioned: provisioning began (%s) but did not finish, and no node "+
+			"holds a fencing id, so every fenced lock fails (redlock exec exits 69) and no token was issued since it "+
+			"began. Nothing to repair: run `redlock provision` while every node is up; it carries on from the claims "+
+			"(an interrupted reprovision too: its counters are already raised)", began)
+		return
 	}
 	if !provisioned {
 		if countFacts(facts, func(f nodeFacts) bool { return f.NodeID != nil }) > 0 {
