@@ -67,9 +67,11 @@ var (
 	// gives up at once: the list is a configuration error.
 	ErrWrongNodeList = errors.New("redlock: the node list is not the deployment's")
 
-	// ErrWrongType: a node holds a key of another type under the lock's key
-	// name. That is a configuration error (a key-name clash), not contention.
-	ErrWrongType = errors.New("redlock: lock key holds a non-string value")
+	// ErrWrongType: a node holds a key of another type under one of the
+	// lock's key names (the lock key, or the name's fence:high). That is a
+	// configuration error (a key-name clash), not contention. The node's
+	// error is a *WrongTypeError, which names the key.
+	ErrWrongType = errors.New("redlock: a key of the lock holds another type than a string")
 
 	// ErrAuth: so many nodes refused the client's credentials (NOAUTH, or
 	// "ERR Protocol error: unauthenticated multibulk length" to a script

@@ -30,6 +30,8 @@ const MaxFencingNodes = 256
 var (
 	//go:embed lua/identity.lua
 	identityPrelude string
+	//go:embed lua/wrong_type.lua
+	wrongTypePrelude string
 	//go:embed lua/fenced_acquire.lua
 	fencedAcquireBody string
 	//go:embed lua/commit.lua
@@ -39,10 +41,10 @@ var (
 local NONCE, ROSTER = ARGV[1], ARGV[6]
 local NEXT, QUEUE, SEEN = KEYS[10], KEYS[11], KEYS[12]
 local WAITER = ARGV[3]
-` + identityPrelude + queueLua + fencedAcquireBody
+` + identityPrelude + wrongTypePrelude + queueLua + fencedAcquireBody
 	commitScript = `local IDKEY, REPLIDKEY, LOSTKEY = KEYS[4], KEYS[5], KEYS[6]
 local NONCE = ARGV[3]
-` + identityPrelude + `local ID = nodeID()
+` + identityPrelude + wrongTypePrelude + `local ID = nodeID()
 if not ID then return {-1, 0} end
 ` + commitBody
 
@@ -78,7 +80,7 @@ func (l *Lock) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalC
 	vals, err := l.acquire.run(ctx, node).Int64Slice()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
-		return NodeFailed, 0, fmt.Errorf("%w: %w", ErrWrongType, err)
+		return NodeFailed, 0, wrongType(err)
 	case err != nil:
 		return NodeFailed, 0, err
 	case len(vals) != 2:
@@ -142,6 +144,8 @@ func (l *Lock) foreign() error {
 func (l *Lock) commitOn(ctx context.Context, call *scriptCall, i int, node redis.UniversalClient) (int64, Outcome, error) {
 	vals, err := call.run(ctx, node).Int64Slice()
 	switch {
+	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		return 0, NodeFailed, wrongType(err)
 	case err != nil:
 		return 0, NodeFailed, err
 	case len(vals) != 2:

@@ -16,7 +16,9 @@ else
 end
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'table' and v.err then
-  return redis.error_reply('WRONGTYPE lock key holds a non-string value')
+  -- Named as the fenced scripts name it (wrong_type.lua).
+  return redis.error_reply('WRONGTYPE key ' .. KEYS[1] .. ' holds a ' .. redis.call('TYPE', KEYS[1])['ok'] ..
+    ', not a string')
 end
 if v == ARGV[1] then return 1 end
 enqueue()

@@ -21,7 +21,7 @@ if (redis.call('GET', KEYS[7]) or '') ~= ARGV[4] then return {-3, 0} end
 local t = tonumber(ARGV[1])
 -- A repaired node may still hold an old H (a promoted replica does, and so
 -- does a node reprovisioned above it): E bounds it from below either way.
-local eff = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'),
+local eff = math.max(tonumber(getString(KEYS[1]) or '0'),
   tonumber(redis.call('GET', KEYS[3]) or '0') * 256)
 if eff > t then return {eff, ID} end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])

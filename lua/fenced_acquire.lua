@@ -41,13 +41,13 @@ elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 else
   local v = redis.pcall('GET', KEYS[1])
   if type(v) == 'table' and v.err then
-    return redis.error_reply('WRONGTYPE lock key holds a non-string value')
+    return wrongType(KEYS[1])
   end
   if v == ARGV[1] then ok = 1 end
 end
 if ok ~= 1 then enqueue() end
 local c = redis.call('INCR', KEYS[4])
-local h = redis.call('GET', KEYS[3])
+local h = getString(KEYS[3])
 if h then
   local f = math.floor(tonumber(h) / 256)
   if c <= f then
