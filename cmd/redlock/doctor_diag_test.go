@@ -122,3 +122,40 @@ func TestDoctorNamesTheDeploymentsOfAMixedList(t *testing.T) {
 		}
 	}
 }
+
+// Issue 23, item 4 (":fence:high of the wrong type"): doctor counted a
+// name's fence:high key that holds a list as a fenced name, OK, while every
+// lock on that name failed with "lock key holds a non-string value". It now
+// fails the node's fenced keys and names the key, as the library's error
+// does; and a node-wide fencing key of the wrong type too.
+//
+// On today's code (e1c99f5):
+//
+//	doctor_diag_test.go:163: node 0 fenced keys: ok "1 fenced names of 5 keys (one key per name locked within the retention, about 160 B)", want a failure naming redlock:{wt}:fence:high (a list)
+func TestDoctorNamesAFencedKeyOfTheWrongType(t *testing.T) {
+	g, urls := startAOFNodes(t, 3)
+	if out, err := provision(t, urls); err != nil {
+		t.Fatalf("provision: %v\n%s", err, out)
+	}
+	cl := g.NewClients()
+	defer node.CloseClients(cl)
+	ctx := context.Background()
+	if err := cl[0].LPush(ctx, "redlock:{wt}:fence:high", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl[1].HSet(ctx, "redlock:fence:max-ttl", "x", "y").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep, code := doctor(t, urls)
+	f := find(t, rep, 0, "fenced keys")
+	if code != 1 || f.Status != statusFail || !strings.Contains(f.Detail, "redlock:{wt}:fence:high (a list)") {
+		t.Errorf("node 0 fenced keys: %s %q, want a failure naming redlock:{wt}:fence:high (a list)", f.Status, f.Detail)
+	}
+	f = find(t, rep, 1, "fenced keys")
+	if f.Status != statusFail || !strings.Contains(f.Detail, "redlock:fence:max-ttl (a hash)") {
+		t.Errorf("node 1 fenced keys: %s %q, want a failure naming redlock:fence:max-ttl (a hash)", f.Status, f.Detail)
+	}
+	if f := find(t, rep, 2, "fenced keys"); f.Status != statusOK {
+		t.Errorf("node 2 fenced keys: %s %q", f.Status, f.Detail)
+	}
+}

@@ -27,7 +27,39 @@ type fencingFacts struct {
 	DBSize         int64         `json:"dbsize"`
 	FencedKeys     int64         `json:"fenced_keys"` // <prefix>:{name}:fence:high, one per name committed within the retention
 	ScanComplete   bool          `json:"scan_complete"`
-	Error          string        `json:"error,omitempty"`
+	// Keys the library keeps strings in that hold another type (a key-name
+	// clash): how many, and the first few as "key (a type)".
+	WrongType        int64    `json:"wrong_type_keys,omitempty"`
+	WrongTypeExample []string `json:"wrong_type_examples,omitempty"`
+	Error            string   `json:"error,omitempty"`
+}
+
+// wrongTypeExamples bounds the keys of the wrong type a report names.
+const wrongTypeExamples = 3
+
+// checkTypes counts the keys that hold another type than a string, with
+// one pipelined TYPE per key.
+func (ff *fencingFacts) checkTypes(ctx context.Context, c redis.UniversalClient, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	pipe := c.Pipeline()
+	cmds := make([]*redis.StatusCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.Type(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	for i, cmd := range cmds {
+		if t := cmd.Val(); t != "string" && t != "none" {
+			ff.WrongType++
+			if len(ff.WrongTypeExample) < wrongTypeExamples {
+				ff.WrongTypeExample = append(ff.WrongTypeExample, fmt.Sprintf("%s (a %s)", keys[i], t))
+			}
+		}
+	}
+	return nil
 }
 
 // memoryFacts is INFO memory.
@@ -68,6 +100,11 @@ func readFencing(ctx context.Context, c redis.UniversalClient, prefix string, sc
 	}
 	ff.RecordedReplID, ff.OutSince, ff.Counter = str(3), num(4), num(5)
 	ff.MaxTTL = time.Duration(num(6)) * time.Millisecond
+	// MGET reads a key of another type as missing.
+	if err := ff.checkTypes(ctx, c, keys); err != nil {
+		ff.Error = "TYPE: " + err.Error()
+		return ff
+	}
 
 	if ff.DBSize, err = c.DBSize(ctx).Result(); err != nil {
 		ff.Error = "DBSIZE: " + err.Error()
@@ -84,6 +121,10 @@ func readFencing(ctx context.Context, c redis.UniversalClient, prefix string, sc
 			return ff
 		}
 		ff.FencedKeys += int64(len(batch))
+		if err := ff.checkTypes(ctx, c, batch); err != nil {
+			ff.Error = "TYPE: " + err.Error()
+			return ff
+		}
 		if cursor == 0 {
 			ff.ScanComplete = true
 			break
@@ -133,6 +174,11 @@ func judgeFencedKeys(i int, f nodeFacts, scanTime time.Duration, add func(int, s
 	ff := f.Fencing
 	switch {
 	case ff == nil:
+	case ff.WrongType > 0:
+		add(i, "fenced keys", statusFail, "%d of the fencing keys hold another type than a string: %s. Locks whose "+
+			"keys these are fail (ErrWrongType), and a node-wide key stops every fenced lock on the node; another "+
+			"application writes under the clients' key prefix (--key-prefix), or the keys were written by hand: "+
+			"delete them or give one of the two another prefix", ff.WrongType, strings.Join(ff.WrongTypeExample, ", "))
 	case ff.Error != "" && ff.DBSize == 0:
 		add(i, "fenced keys", statusWarn, "cannot read the fencing keys: %s", ff.Error)
 	case ff.Error != "":
