@@ -27,16 +27,34 @@ func exampleNodes() ([]redis.UniversalClient, func()) {
 	}
 }
 
-// The README's quick start.
+// The README's quick start: provisioning at deploy time, then the
+// service, which locks without provisioning anything.
 func Example() {
 	nodes, stop := exampleNodes() // in production: your go-redis clients for five independent masters
 	defer stop()
+	if err := deploy(context.Background(), nodes); err != nil {
+		fmt.Println(err)
+		return
+	}
 	if err := quickStart(context.Background(), nodes); err != nil {
 		fmt.Println(err)
 	}
 	// Output:
 	// wrote invoice with a token: true
 	// migrated with a token: true
+}
+
+// deploy is the deploy-time step, run once per deployment: `redlock
+// provision --nodes ...`, or a one-off program like this one. It needs every
+// node of a new deployment; run again on a provisioned one, it changes
+// nothing and needs only a majority.
+func deploy(ctx context.Context, nodes []redis.UniversalClient) error {
+	c, err := redlock.New(nodes)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Provision(ctx)
 }
 
 func quickStart(ctx context.Context, nodes []redis.UniversalClient) error {
@@ -46,10 +64,6 @@ func quickStart(ctx context.Context, nodes []redis.UniversalClient) error {
 	}
 	defer c.Close()
 
-	// Once per deployment (at deploy time, or `redlock provision`): fencing identities for the nodes.
-	if err := c.Provision(ctx); err != nil {
-		return err
-	}
 	if err := lockAndWrite(ctx, c); err != nil {
 		return err
 	}
