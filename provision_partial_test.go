@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -34,9 +35,14 @@ func TestProvisionOfAProvisionedDeploymentNeedsAMajority(t *testing.T) {
 	if err := cl.nodes[4].Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := cl.newClient(t, redlock.WithNodeTimeout(time.Second))
+	var logs syncBuffer
+	c := cl.newClient(t, redlock.WithNodeTimeout(time.Second),
+		redlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err := c.Provision(ctx); err != nil {
 		t.Fatalf("Provision of a provisioned deployment with node 4 down: %v", err)
+	}
+	if !strings.Contains(logs.String(), "were not checked") || !strings.Contains(logs.String(), "node 4 (") {
+		t.Errorf("Provision did not log the node it could not check:\n%s", logs.String())
 	}
 	rep, err := c.ProvisionWithReport(ctx)
 	if err != nil {
