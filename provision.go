@@ -52,8 +52,9 @@ func (c *Client) Provision(ctx context.Context) error {
 
 // ProvisionReport is what a Provision that succeeded checked.
 type ProvisionReport struct {
-	// IDs holds each node's fencing id after Provision, -1 for a node that
-	// did not answer its last read. Nil without fencing.
+	// IDs holds each node's fencing id after Provision (read once more
+	// at its end), -1 for a node that did not answer that read or was not
+	// intact then. Nil without fencing.
 	IDs []int
 	// Unchecked are the nodes that did not answer (NodeResult.Err says
 	// why): Provision could not check that they hold the deployment's
