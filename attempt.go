@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"strings"
 	"time"
 
@@ -197,7 +196,7 @@ func (l *Lock) acquireOp(ctx context.Context, i int, node redis.UniversalClient)
 		l.c.checkList(false)
 		return NodeFailed, 0, errNotChecked
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
-		return NodeFailed, 0, fmt.Errorf("%w: %w", ErrWrongType, err)
+		return NodeFailed, 0, wrongType(err)
 	case err != nil:
 		return NodeFailed, 0, err
 	case n == 1:

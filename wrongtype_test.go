@@ -51,7 +51,7 @@ func TestWrongTypeErrorNamesTheKey(t *testing.T) {
 		switch {
 		case !errors.Is(err, redlock.ErrWrongType):
 			t.Errorf("%s: %v, want ErrWrongType", c.what, err)
-		case c.fenced && (wte == nil || wte.Key != c.key || wte.Type != "list"):
+		case wte == nil || wte.Key != c.key || wte.Type != "list":
 			t.Errorf("%s: %v; want a *WrongTypeError naming %q, a list", c.what, err, c.key)
 		case !strings.Contains(err.Error(), c.key+" holds a list"):
 			t.Errorf("%s: %v; want the message to name %q, a list", c.what, err, c.key)
