@@ -30,7 +30,19 @@ import (
 // when the Unlock began while the extension was in flight and took the
 // keys from under it: ErrExpired means the lock ran out while held, never
 // that this handle released it.
+//
+// Extends of one Lock run one at a time, in the order they get their
+// turn (a call waiting for its turn gives up when ctx ends, with a
+// *QuorumError of Kind ErrUnavailable): two in flight with different TTLs
+// could leave each node with the TTL it ran last and Until with the one
+// decided last, a minute ahead of keys that expire in seconds.
 func (l *Lock) Extend(ctx context.Context, opts ...LockOption) error {
+	select {
+	case l.extending <- struct{}{}:
+		defer func() { <-l.extending }()
+	case <-ctx.Done():
+		return &QuorumError{Op: "extend", Name: l.name, Kind: ErrUnavailable, Cause: ctx.Err()}
+	}
 	ls := lease{ttl: l.currentTTL()}
 	if len(opts) > 0 {
 		var err error

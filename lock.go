@@ -51,6 +51,9 @@ type Lock struct {
 	// another waiter (see yieldPromise)
 	promisedElsewhere atomic.Int32
 
+	// one Extend at a time (see Extend): holds a token while one runs
+	extending chan struct{}
+
 	mu       sync.Mutex
 	ttl      time.Duration // the TTL last applied: the lease's, or the last successful Extend's
 	until    time.Time
@@ -79,6 +82,7 @@ func (c *Client) newLock(name string, ls lease) *Lock {
 		acqSent:    make([]bool, n),
 		verdict:    make(chan struct{}),
 		done:       make(chan struct{}),
+		extending:  make(chan struct{}, 1),
 	}
 	for i := range n {
 		l.acqDone[i] = make(chan struct{})
