@@ -28,8 +28,11 @@ import (
 //
 // Once Unlock has begun on this Lock, Extend fails with ErrReleased, also
 // when the Unlock began while the extension was in flight and took the
-// keys from under it: ErrExpired means the lock ran out while held, never
-// that this handle released it.
+// keys from under it (the Extend then waits for that Unlock's outcome):
+// ErrExpired means the lock ran out while held, never that this handle
+// released it. An extension refused while an Unlock that itself found
+// the lock gone (ErrExpired) was under way is ErrExpired, not ErrReleased:
+// another holder may have had it.
 //
 // Extends of one Lock run one at a time, in the order they get their
 // turn (a call waiting for its turn gives up when ctx ends, with a
@@ -99,14 +102,23 @@ func (l *Lock) extend(ctx context.Context, start time.Time, ls lease) (until tim
 			qe.Kind = ErrExpired
 		}
 	}
-	if qe.Kind != nil && l.isReleased() {
-		// This handle's Unlock began before the outcome was decided: it,
-		// not an expiry, took the keys (or keeps the new deadline from
-		// being set), and nothing overlapped.
+	if qe.Kind != nil && l.isReleased() && l.unlocked() {
+		// This handle's Unlock began before the outcome was decided, and
+		// deleted the lock on a majority: it, not an expiry, took the keys
+		// (or keeps the new deadline from being set). An Unlock that found
+		// the lock gone (ErrExpired) says the extension's refusals are an
+		// expiry's, or another holder's, and they are reported as such.
 		qe.Kind = ErrReleased
 	}
 	qe.Nodes = t.snapshot()
 	return time.Time{}, qe.Nodes, qe
+}
+
+// unlocked waits for the Unlock that has begun on l to decide, and tells
+// whether it deleted the lock on a majority.
+func (l *Lock) unlocked() bool {
+	l.unlockOnce.Do(func() {}) // returns once the running Unlock has
+	return l.unlockErr == nil
 }
 
 // isReleased tells whether Unlock has begun on l.
