@@ -106,6 +106,12 @@ func (l *Lock) extendEvery(ctx context.Context, cancel context.CancelCauseFunc, 
 			return
 		case <-l.Done():
 			return // the watcher cancels
+		case <-l.ttlMoved:
+			// fn extended the lock to another TTL (For): a shorter one
+			// must not wait for the timer armed under the longer.
+			interval = l.currentTTL() / 3
+			t.Reset(interval)
+			continue
 		case <-t.C:
 		}
 		err := l.Extend(ctx)

@@ -136,6 +136,12 @@ func (l *Lock) moveDeadline(until time.Time, ttl time.Duration) bool {
 	if l.released || !l.timer.Stop() {
 		return false // the old deadline fired, or is firing: Done is closed
 	}
+	if ttl != l.ttl {
+		select {
+		case l.ttlMoved <- struct{}{}:
+		default: // one pending is enough: the keep-alive reads the TTL
+		}
+	}
 	l.until, l.ttl = until, ttl
 	l.timer = l.c.cfg.clock.AfterFunc(l.doneIn(until, ttl), l.closeDone)
 	return true

@@ -53,6 +53,8 @@ type Lock struct {
 
 	// one Extend at a time (see Extend): holds a token while one runs
 	extending chan struct{}
+	// signalled when an Extend changed the TTL: Do's keep-alive re-arms
+	ttlMoved chan struct{}
 
 	mu       sync.Mutex
 	ttl      time.Duration // the TTL last applied: the lease's, or the last successful Extend's
@@ -83,6 +85,7 @@ func (c *Client) newLock(name string, ls lease) *Lock {
 		verdict:    make(chan struct{}),
 		done:       make(chan struct{}),
 		extending:  make(chan struct{}, 1),
+		ttlMoved:   make(chan struct{}, 1),
 	}
 	for i := range n {
 		l.acqDone[i] = make(chan struct{})
