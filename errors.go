@@ -153,8 +153,8 @@ var (
 	ErrFencingNode  = errors.New("redlock: fencing needs standalone or Sentinel nodes, not Cluster or Ring clients; use WithoutFencing")
 	ErrBadKeyPrefix = errors.New("redlock: key prefix must be non-empty and hold no '{' or '}'")
 	ErrTTLTooLong   = errors.New("redlock: TTL too long")
-	// ErrNilOption: a nil Option (New) or LockOption (TryLock, Lock, Do,
-	// Extend, Inspect), wrapped with its position.
+	// ErrNilOption: a nil Option (New), LockOption (TryLock, Lock, Do,
+	// Extend) or RepairOption (Repair), wrapped with its position.
 	ErrNilOption = errors.New("redlock: nil option")
 	// ErrNilFunc: Do was given a nil function; it acquires nothing.
 	ErrNilFunc = errors.New("redlock: nil function")

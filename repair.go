@@ -88,7 +88,8 @@ func RepairAdopting() RepairOption { return func(r *repairConfig) { r.adopt = tr
 // node holds; every node must then answer, so that uuid is known to be
 // free. Repair is safe to run from several clients at once. A node that is
 // intact is left as it is. Clients repair nodes by themselves (online),
-// once a majority is intact and the delay has passed.
+// once a majority is intact and the delay has passed. A nil RepairOption
+// is refused with ErrNilOption, before anything is sent.
 func (c *Client) Repair(ctx context.Context, i int, opts ...RepairOption) error {
 	if i < 0 || i >= len(c.nodes) {
 		return fmt.Errorf("redlock: repair: no node %d", i)
@@ -97,7 +98,10 @@ func (c *Client) Repair(ctx context.Context, i int, opts ...RepairOption) error 
 		return nil
 	}
 	var rc repairConfig
-	for _, o := range opts {
+	for j, o := range opts {
+		if o == nil {
+			return fmt.Errorf("%w: opts[%d]", ErrNilOption, j)
+		}
 		o(&rc)
 	}
 	ctx, cancel := c.adminContext(ctx)
