@@ -26,6 +26,11 @@ import (
 // with ctx's error as its Cause and every node's outcome, the silent ones
 // NodeTimedOut with an Err that wraps ctx's error.
 //
+// An Extend that shortens the TTL and fails may still have shortened it
+// on some nodes (those it reached, or that ran it after it gave up on
+// them): Until then moves back to where a success would have put it, if
+// that is earlier, and Done closes by it.
+//
 // Once Unlock has begun on this Lock, Extend fails with ErrReleased, also
 // when the Unlock began while the extension was in flight and took the
 // keys from under it (the Extend then waits for that Unlock's outcome):
@@ -57,6 +62,11 @@ func (l *Lock) Extend(ctx context.Context, opts ...LockOption) error {
 	}
 	start := l.c.cfg.clock.Now()
 	until, nodes, err := l.extend(ctx, start, ls)
+	if err != nil && ls.ttl < l.currentTTL() {
+		// Nodes it reached, late or unheard, hold the shorter TTL: the
+		// lock is valid no longer than if it had succeeded.
+		l.pullDeadline(start.Add(l.c.cfg.validity(ls.ttl)), ls.ttl)
+	}
 	if err != nil && !errors.Is(err, ErrReleased) {
 		l.c.log.Warn("redlock: extension failed", "lock", l.name, "err", err)
 	}
@@ -145,6 +155,19 @@ func (l *Lock) moveDeadline(until time.Time, ttl time.Duration) bool {
 	l.until, l.ttl = until, ttl
 	l.timer = l.c.cfg.clock.AfterFunc(l.doneIn(until, ttl), l.closeDone)
 	return true
+}
+
+// pullDeadline moves the validity end back to until, if that is earlier,
+// unless the lock already ended. The TTL last applied stays: the next
+// Extend re-applies it.
+func (l *Lock) pullDeadline(until time.Time, ttl time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released || !until.Before(l.until) || !l.timer.Stop() {
+		return
+	}
+	l.until = until
+	l.timer = l.c.cfg.clock.AfterFunc(l.doneIn(until, ttl), l.closeDone)
 }
 
 // extendOp is Extend's call on one node, applying ls's TTL. A fenced lock's counts each
