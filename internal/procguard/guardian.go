@@ -26,6 +26,9 @@ func Main() {
 	syscall.Exit(guard(os.Args[2:]))
 }
 
+// maxLine bounds a request line: the longest quoted environment variable.
+const maxLine = 4 << 20
+
 // guard is the guardian: it serves the parent's requests on fd 3 until
 // end-of-file, reports on fd 4, and, unless the parent disarmed it, then
 // kills the job's process group and removes the paths.
@@ -48,7 +51,12 @@ func guard(argv []string) int {
 	var pgid int
 	var paths, env []string
 	disarmed := false
-	for lines := bufio.NewScanner(ctl); lines.Scan(); {
+	lines := bufio.NewScanner(ctl)
+	// A line carries one environment variable, quoted: up to 128 KiB on
+	// Linux, four times that once quoted. The default 64 KiB limit would
+	// end the loop as if the parent had died.
+	lines.Buffer(make([]byte, 64<<10), maxLine)
+	for lines.Scan() {
 		verb, arg, _ := strings.Cut(lines.Text(), " ")
 		switch verb {
 		case "remove":
