@@ -70,6 +70,10 @@ func holdWhileRunning(ctx context.Context, l *redlock.Lock, guard *procguard.Gua
 		return &exitError{1, err}
 	}
 	group := processGroup(pgid)
+	// Should exec be stopped rather than die (Ctrl-Z, SIGSTOP), nothing
+	// here runs at the validity's end: the guardian kills the group then,
+	// --grace later, as exec itself would. Every extension moves it.
+	_ = guard.Deadline(l.Until().Add(h.grace))
 	// Deferred after the release, so run before it: nothing of the job may
 	// outlive the lock. Every path below has already emptied the group.
 	defer func() {
@@ -80,7 +84,7 @@ func holdWhileRunning(ctx context.Context, l *redlock.Lock, guard *procguard.Gua
 	}()
 	exited := make(chan error, 1)
 	go func() { exited <- jobExit(guard.Wait()) }()
-	return (&jobRun{l: l, h: h, taken: taken, group: group, name: argv[0], release: &release}).loop(ctx, sigs, exited)
+	return (&jobRun{l: l, guard: guard, h: h, taken: taken, group: group, name: argv[0], release: &release}).loop(ctx, sigs, exited)
 }
 
 // jobExit is the leader's wait status as exec's outcome: nil for 0, else

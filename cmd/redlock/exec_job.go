@@ -16,6 +16,7 @@ import (
 // holdWhileRunning's loop.
 type jobRun struct {
 	l       *redlock.Lock
+	guard   *procguard.Guardian
 	h       holding
 	taken   time.Time
 	group   processGroup
@@ -157,6 +158,9 @@ func (r *jobRun) loop(ctx context.Context, sigs <-chan os.Signal, exited <-chan 
 			go func() { r.extended <- r.l.Extend(context.Background()) }()
 		case err := <-r.extended:
 			r.extending = false
+			if err == nil {
+				_ = r.guard.Deadline(r.l.Until().Add(r.h.grace))
+			}
 			if r.lost == nil && err != nil && (errors.Is(err, redlock.ErrExpired) || time.Until(r.l.Until()) <= r.h.ttl/3) {
 				if !r.running() {
 					fmt.Fprintf(os.Stderr, "redlock: lock %q lost after the command ended, within --hold-for: %v\n", r.l.Name(), err)

@@ -56,9 +56,39 @@ func guard(argv []string) int {
 	// Linux, four times that once quoted. The default 64 KiB limit would
 	// end the loop as if the parent had died.
 	lines.Buffer(make([]byte, 64<<10), maxLine)
-	for lines.Scan() {
-		verb, arg, _ := strings.Cut(lines.Text(), " ")
+	reqs := make(chan string)
+	go func() {
+		for lines.Scan() {
+			reqs <- lines.Text()
+		}
+		close(reqs)
+	}()
+	// The parent's deadline (Guardian.Deadline): a parent that is stopped
+	// rather than dead (Ctrl-Z, SIGSTOP, a debugger) gives no end-of-file,
+	// yet its lock expires; past the deadline the group is killed.
+	deadline := time.NewTimer(time.Hour)
+	deadline.Stop()
+requests:
+	for {
+		var line string
+		select {
+		case l, ok := <-reqs:
+			if !ok {
+				break requests
+			}
+			line = l
+		case <-deadline.C:
+			if pgid > 0 {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+			continue
+		}
+		verb, arg, _ := strings.Cut(line, " ")
 		switch verb {
+		case "deadline":
+			if ns, err := strconv.ParseInt(arg, 10, 64); err == nil {
+				deadline.Reset(time.Duration(ns - monotonicNow()))
+			}
 		case "remove":
 			if p, err := strconv.Unquote(arg); err == nil {
 				paths = append(paths, p)

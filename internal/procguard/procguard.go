@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // guardArg, as the first argument, makes the executable a guardian (Main).
@@ -112,6 +115,23 @@ func (g *Guardian) Run(env []string) (pgid int, err error) {
 		}
 	}
 	return 0, fmt.Errorf("procguard: unexpected report %q", verb+" "+arg)
+}
+
+// Deadline has the guardian SIGKILL the job's process group once at has
+// passed, unless a later Deadline moves it: the parent may be stopped
+// rather than dead (Ctrl-Z, SIGSTOP, a debugger), and then nothing else
+// stops the job. The time is sent as an absolute CLOCK_MONOTONIC instant,
+// so that a guardian that reads the request late does not push it back.
+func (g *Guardian) Deadline(at time.Time) error {
+	return g.send("deadline " + strconv.FormatInt(monotonicNow()+int64(time.Until(at)), 10))
+}
+
+// monotonicNow is CLOCK_MONOTONIC in nanoseconds: one clock for the parent
+// and its guardian, unlike Go's per-process monotonic readings.
+func monotonicNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 // Wait waits for the job started by Run to exit and returns its wait
