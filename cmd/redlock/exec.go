@@ -19,7 +19,8 @@ const execUsage = `usage: redlock exec [flags] NAME -- CMD [ARGS...]
 Holds the lock NAME while CMD runs, like etcdctl lock and consul lock. CMD gets REDLOCK_NAME and
 REDLOCK_TOKEN (its fencing token). The lock is extended every TTL/3. CMD runs in a process group of
 its own, watched by a guardian process (redlock itself) that SIGKILLs the whole group if redlock
-exec dies in any way, SIGKILL and the OOM killer included. The group (CMD and everything it
+exec dies in any way, SIGKILL and the OOM killer included, or is stopped (Ctrl-Z) past the lock's
+validity plus --grace. The group (CMD and everything it
 started) gets SIGTERM, then SIGKILL --grace later:
   - when the lock is lost (at the latest when the validity ends): exit 75;
   - when redlock exec gets SIGINT or SIGTERM: that signal is passed on to the group, and a second

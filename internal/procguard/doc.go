@@ -10,7 +10,10 @@
 // the kernel closes that end, the guardian reads end-of-file, and it
 // SIGKILLs the process group of the job it runs (Guardian.Run) and removes
 // the paths it was given (Guardian.Remove). A parent that cleaned up by
-// itself disarms it (Guardian.Close).
+// itself disarms it (Guardian.Close). A parent that is stopped rather
+// than dead (Ctrl-Z, SIGSTOP) gives no end-of-file: it sets a deadline
+// (Guardian.Deadline), and moves it while it runs, past which the guardian
+// SIGKILLs the group all the same.
 //
 // The guardian starts the job itself, in a new process group, and reports
 // its pid and, later, its wait status: so the process group exists only
