@@ -82,3 +82,14 @@ func TestReviewExecStoppedLetsTheJobOutliveTheLock(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Review break 3: exec exits 78 when --nodes is not the deployment's node
+// list (acquireError; docs/fencing.md says so), but exec's own help, whose
+// "Exit codes" list is what a cron wrapper is written from, does not list
+// it: a wrapper would take it for "anything else".
+func TestReviewExecHelpListsExit78(t *testing.T) {
+	out, _, code := runBinary(t, redlockBinary(t), "exec", "-h")
+	if code != 0 || !strings.Contains(out, "\n  78 ") {
+		t.Errorf("exec -h (exit %d) does not list exit code 78 (wrong node list):\n%s", code, out)
+	}
+}
