@@ -42,6 +42,7 @@ Exit codes:
   69         no lock could be taken: too few nodes answered, or the deployment is not provisioned
              (run "redlock provision"); alert on it, no host runs the job
   75         the lock was lost while CMD ran; CMD may have overlapped another holder
+  78         --nodes is not the deployment's node list (each node of it, once): fix the configuration
   127        CMD could not be started (not found, not executable)
   128+N      signal N (SIGINT 130, SIGTERM 143) ended redlock exec while it waited for the lock
   2          bad flags, nodes or lock name
