@@ -60,6 +60,16 @@ func holdWhileRunning(ctx context.Context, l *redlock.Lock, guard *procguard.Gua
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// A signal that came between the acquisition and Notify went only to
+	// ctx: the job would start and never hear of it. Start nothing.
+	if cause := context.Cause(ctx); cause != nil {
+		guard.Close()
+		var s signalled
+		if errors.As(cause, &s) {
+			return &exitError{128 + int(s.sig), fmt.Errorf("holding %q, before the command started: %w", l.Name(), s)}
+		}
+		return &exitError{1, fmt.Errorf("holding %q, before the command started: %w", l.Name(), cause)}
+	}
 	pgid, err := guard.Run(env)
 	if err != nil {
 		guard.Close()
