@@ -24,7 +24,10 @@ type LockInfo struct {
 	// value by their TTLs, conservatively: the majority-th longest of
 	// their remaining TTLs, less the time Inspect took and the drift
 	// allowance (remaining × drift factor + 2ms). 0 when not held. The
-	// holder may extend it, or unlock sooner.
+	// holder may extend it, or unlock sooner. It is the nodes' view, not
+	// the holder's: the holder's own validity (Lock.Until) subtracts the
+	// drift of its whole TTL and may end earlier, by up to the drift
+	// factor times the time since its last acquisition or extension.
 	Remaining time.Duration
 	// Token is the highest fencing token committed for the name on the
 	// nodes that hold the lock: the holder's token once its acquisition
