@@ -71,7 +71,7 @@ func quickStart(ctx context.Context, nodes []redis.UniversalClient) error {
 }
 
 func lockAndWrite(ctx context.Context, c *redlock.Client) error {
-	l, err := c.Lock(ctx, "orders:42") // retries with jitter until acquired or ctx ends
+	l, err := c.Lock(ctx, "orders:42") // waits until acquired, ctx ends, or the nodes stay unavailable (WithMaxOutage)
 	if err != nil {
 		return err // errors.Is(err, context.DeadlineExceeded), redlock.ErrNotProvisioned, ...
 	}
