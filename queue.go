@@ -15,7 +15,7 @@ func (c *Client) leaveQueue(key, waiter string, after []chan struct{}) {
 	keys := []string{key, nextKey(key), queueKey(key), seenKey(key)}
 	select {
 	case <-c.closing:
-		c.leaveClosed(keys, waiter)
+		c.leaveClosed(keys, waiter, after)
 		return
 	default:
 	}
@@ -34,11 +34,24 @@ func (c *Client) leaveQueue(key, waiter string, after []chan struct{}) {
 // it. The Lock waits for the leaves a node timeout at most: a call to a
 // node that does not answer (paused, with go-redis clients that ignore
 // deadlines) is abandoned, and ends when the node answers, as Close's are.
-func (c *Client) leaveClosed(keys []string, waiter string) {
+// As in leaveQueue, the leave on node i goes after the last attempt's call
+// there (after[i]): that call, still in flight when Close ended the wait,
+// would otherwise land after the leave and queue the waiter again. A call
+// that has not returned within the bound leaves the waiter queued there.
+func (c *Client) leaveClosed(keys []string, waiter string, after []chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
 	var wg sync.WaitGroup
-	for _, node := range c.nodes {
-		wg.Go(func() { _ = leaveLua.Run(ctx, node, keys, waiter).Err() })
+	for i, node := range c.nodes {
+		wg.Go(func() {
+			if after != nil && after[i] != nil {
+				select {
+				case <-after[i]:
+				case <-ctx.Done():
+					return
+				}
+			}
+			_ = leaveLua.Run(ctx, node, keys, waiter).Err()
+		})
 	}
 	left := make(chan struct{})
 	go func() {

@@ -111,6 +111,12 @@ func TestCrashedSlowWaiterCostsOnePromise(t *testing.T) {
 // waiters, and each was then promised the lock in turn, a promise period
 // nobody could use (16 such waiters cut three clients to 61 acquisitions in
 // 2 s). Here 64 Locks of a client on 20 s retry delays wait.
+//
+// The leaves are bounded by the client's node timeout (a leave still
+// unanswered then is abandoned), so the client here has a generous one: on
+// a loaded machine 192 leaves through 100 ms deadlines were abandoned, and
+// waiters stayed queued, which is the documented bound, not this test's
+// subject. The waits below are bounds far under the 20 s retry delay.
 func TestClosingClientsWaitersLeaveTheQueue(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
@@ -127,7 +133,7 @@ func TestClosingClientsWaitersLeaveTheQueue(t *testing.T) {
 		rcs[i] = redis.NewClient(&redis.Options{Addr: n.Addr()})
 	}
 	slow, err := redlock.New(rcs, redlock.WithTTL(5*time.Second), redlock.WithRetryDelay(20*time.Second, 20*time.Second),
-		redlock.WithNodeTimeout(100*time.Millisecond))
+		redlock.WithNodeTimeout(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,14 +143,14 @@ func TestClosingClientsWaitersLeaveTheQueue(t *testing.T) {
 		go func() { _, err := slow.Lock(ctx, "closed"); done <- err }()
 	}
 	queued := func(i int) int64 { return cl.inspect[i].ZCard(ctx, "redlock:{closed}:queue").Val() }
-	for deadline := time.Now().Add(2 * time.Second); queued(0) < waiters || queued(1) < waiters || queued(2) < waiters; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); queued(0) < waiters || queued(1) < waiters || queued(2) < waiters; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("queued: %d, %d, %d of %d waiters", queued(0), queued(1), queued(2), waiters)
 		}
 	}
 	slow.Close()
 	node.CloseClients(rcs)
-	timeout := time.After(time.Second)
+	timeout := time.After(10 * time.Second)
 	for range waiters {
 		select {
 		case err := <-done:
@@ -152,7 +158,7 @@ func TestClosingClientsWaitersLeaveTheQueue(t *testing.T) {
 				t.Fatalf("a waiting Lock returned %v, want ErrClosed", err)
 			}
 		case <-timeout:
-			t.Fatal("a waiting Lock still runs 1 s after Close (its retry delay is 20 s)")
+			t.Fatal("a waiting Lock still runs 10 s after Close (its retry delay is 20 s)")
 		}
 	}
 	for i := range cl.inspect {
