@@ -1,0 +1,137 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/redis/go-redis/v9"
+)
+
+// failScript fails every call of one library script (by ScriptName): a
+// provisioning step interrupted on every node.
+type failScript string
+
+func (failScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (failScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (f failScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if redlock.ScriptName(cmd.Args()) == string(f) {
+			err := errors.New("interrupted")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// Review of issue 23, items 1 and 4 (adversarial): a MAJORITY restored from
+// a snapshot taken while the deployment was being provisioned (after the
+// roster, before the ids: docs and doctor name this state, "restored from a
+// snapshot taken then") is given its ids by Provision at once, with the
+// counters of the snapshot (none), instead of being refused as a majority
+// that lost its data. assignIDs assumes "such a node never had an id", which
+// a snapshot restore contradicts; repairMissing handles the restore only
+// when a majority kept its ids. Tokens then go backwards (M1 broken): a lock
+// on the restored majority gets a token below one returned before.
+// doctor's per-node advice for this state is "`redlock provision` gives it
+// its id through a repair, which waits out the delayed restart" — which is
+// not what Provision does when the nodes holding ids are a minority.
+//
+// On ce151f8:
+//
+//	review_diag_test.go:111: Provision of a deployment whose majority was restored from a pre-id snapshot: <nil>, want ErrAmnesia (a majority lost)
+//	review_diag_test.go:132: token 258 on the restored majority after 2049 before: tokens went backwards
+//
+// (e1c99f5 did the same: the hole predates issue 23, which now points
+// operators at it; see TestReviewDoctor* in cmd/redlock.)
+func TestReviewProvisionOfAMajorityRestoredFromAPreIDSnapshot(t *testing.T) {
+	cl := startFreshCluster(t, 3)
+	ctx := context.Background()
+
+	// A Provision interrupted after the roster: every node holds its uuid
+	// and the roster, none an id. This is what the snapshot captures.
+	var hooked []redis.UniversalClient
+	for _, n := range cl.nodes {
+		rc := redis.NewClient(&redis.Options{Addr: n.Addr()})
+		rc.AddHook(failScript("assign"))
+		hooked = append(hooked, rc)
+		defer rc.Close()
+	}
+	p, err := redlock.New(hooked, redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Provision(ctx); err == nil {
+		t.Fatal("Provision succeeded although every id write failed")
+	}
+	p.Close()
+	type snap struct{ uuid, roster string }
+	snaps := map[int]snap{}
+	for _, i := range []int{1, 2} {
+		u := cl.inspect[i].Get(ctx, "redlock:node-uuid").Val()
+		r := cl.inspect[i].Get(ctx, "redlock:node-roster").Val()
+		if u == "" || r == "" || cl.inspect[i].Exists(ctx, "redlock:node-id").Val() != 0 {
+			t.Fatalf("node %d: uuid %q roster %q: the replay did not stop Provision before the ids", i, u, r)
+		}
+		snaps[i] = snap{u, r}
+	}
+
+	// The deployment is provisioned and used: tokens are issued.
+	c := cl.newClient(t, redlock.WithNodeTimeout(time.Second))
+	if err := c.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var top uint64
+	for range 8 {
+		l, err := c.TryLock(ctx, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		top = max(top, l.Token())
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Nodes 1 and 2, a majority, come back from the snapshot.
+	for i, s := range snaps {
+		if err := cl.inspect[i].FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		cl.inspect[i].Set(ctx, "redlock:node-uuid", s.uuid, 0)
+		cl.inspect[i].Set(ctx, "redlock:node-roster", s.roster, 0)
+	}
+
+	op := cl.newClient(t, redlock.WithNodeTimeout(time.Second))
+	err = op.Provision(ctx)
+	if !errors.Is(err, redlock.ErrAmnesia) {
+		t.Errorf("Provision of a deployment whose majority was restored from a pre-id snapshot: %v, "+
+			"want ErrAmnesia (a majority lost)", err)
+	}
+	if err != nil {
+		return
+	}
+	// Node 0, the only node that kept its counter, is down: the restored
+	// majority mints alone.
+	if err := cl.nodes[0].Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := cl.newClient(t, redlock.WithNodeTimeout(time.Second))
+	l, err := after.TryLock(ctx, "job")
+	if err != nil {
+		if !strings.Contains(err.Error(), "not intact") {
+			t.Logf("lock on the restored majority: %v", err)
+		}
+		return
+	}
+	defer l.Unlock(ctx)
+	if l.Token() <= top {
+		t.Errorf("token %d on the restored majority after %d before: tokens went backwards", l.Token(), top)
+	}
+}
