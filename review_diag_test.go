@@ -135,3 +135,47 @@ func TestReviewProvisionOfAMajorityRestoredFromAPreIDSnapshot(t *testing.T) {
 		t.Errorf("token %d on the restored majority after %d before: tokens went backwards", l.Token(), top)
 	}
 }
+
+// Review of issue 23, item 4 (adversarial): lock names are user input, and
+// the key a WRONGTYPE names is parsed out of the node's message
+// ('WRONGTYPE key <key> holds a <type>, not a string'). A name containing
+// ", not a string" or " holds a " makes the error name another key (a
+// prefix of the real one) and another type: wrongType cuts at the FIRST
+// ", not a string". The type is one word the server chose, so parsing from
+// the end (LastIndex) names the key exactly.
+//
+// On ce151f8:
+//
+//	review_diag_test.go:177: fenced true: WrongTypeError key "redlock:{a" type "b", want key "redlock:{a holds a b, not a string c}" type "list"
+//	review_diag_test.go:177: fenced false: WrongTypeError key "redlock:{a" type "b", want key "redlock:{a holds a b, not a string c (unfenced)}" type "list"
+func TestReviewWrongTypeErrorWithACraftedName(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	for _, fenced := range []bool{true, false} {
+		name := "a holds a b, not a string c"
+		var opts []redlock.Option
+		if !fenced {
+			name += " (unfenced)"
+			opts = append(opts, redlock.WithoutFencing())
+		}
+		key := "redlock:{" + name + "}"
+		for _, n := range cl.inspect {
+			if err := n.RPush(ctx, key, "x").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := cl.newClient(t, opts...).TryLock(ctx, name)
+		var wt *redlock.WrongTypeError
+		for _, r := range quorumError(t, err).Nodes {
+			if errors.As(r.Err, &wt) {
+				break
+			}
+		}
+		if wt == nil {
+			t.Fatalf("fenced %v: TryLock on a list: %v, want a node's *WrongTypeError", fenced, err)
+		}
+		if wt.Key != key || wt.Type != "list" {
+			t.Errorf("fenced %v: WrongTypeError key %q type %q, want key %q type %q", fenced, wt.Key, wt.Type, key, "list")
+		}
+	}
+}
