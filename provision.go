@@ -208,7 +208,9 @@ func (c *Client) claimRoster(ctx context.Context, states []*nodeState) ([]*nodeS
 // uuid and roster with it, and one claimed by a stale provisioner holds a
 // uuid outside the roster. So it was in no commit majority, and it may join
 // with a low counter: any majority that meets a commit majority meets it at
-// another node.
+// another node. A node restored from a snapshot taken before the ids
+// breaks that rule: while ids are on a minority whose nodes counted
+// acquisitions, it refuses (ErrAmnesia, a majority lost).
 func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
 	roster, members, err := commonRoster(states, len(c.nodes))
 	if err != nil {
@@ -237,6 +239,19 @@ func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
 		// A majority holds ids: fenced locks may have been taken without
 		// the others.
 		return c.repairMissing(ctx, missing)
+	}
+	if len(missing) > 0 && withID > 0 {
+		// Ids on a minority: either the ids' step was cut short, or a
+		// majority came back from a snapshot taken before it (it lost its
+		// ids and counters, and tokens were issued since). A counter on a
+		// node with an id tells the second: writing ids with no counters
+		// would let that majority mint tokens below those it issued.
+		if i := slices.IndexFunc(states, func(s *nodeState) bool { return s != nil && s.id >= 0 && s.counter > 0 }); i >= 0 {
+			return fmt.Errorf("%w: nodes %v hold the roster but no id, and only a minority holds ids, while node %d "+
+				"has counted acquisitions (counter %d): a majority lost its ids and counters (restored from a "+
+				"snapshot taken while the deployment was provisioned?); docs/operations.md, \"A majority lost\"",
+				ErrAmnesia, missing, i, states[i].counter)
+		}
 	}
 	if len(missing) == 0 {
 		if i := slices.IndexFunc(states, func(s *nodeState) bool { return s != nil && !s.intact() }); i >= 0 {
