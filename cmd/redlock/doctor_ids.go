@@ -83,6 +83,16 @@ func judgeNodeIDs(facts []nodeFacts, readErr error, add func(int, string, status
 		}
 	}
 	if !provisioned && len(claimed) > 0 {
+		if unread := countFacts(facts, func(f nodeFacts) bool { return f.Fencing == nil }); unread > 0 {
+			// A node doctor could not read may hold an id, and tokens:
+			// then the claims were restored from a snapshot, not left by
+			// a provisioning to finish.
+			add(-1, "node ids", statusFail, "no node doctor could read holds a fencing id (nodes %s hold a uuid "+
+				"claim), and %d could not be read: if one of them holds an id, the deployment was provisioned and "+
+				"these nodes lost their ids; if none does, provisioning did not finish. Run doctor again once every "+
+				"node answers, before `redlock provision`", strings.Join(claimed, ", "), unread)
+			return
+		}
 		// No node ever held an id, so no token was ever issued: nothing
 		// was lost, and provisioning carries on from the claims.
 		began := "nodes " + strings.Join(claimed, ", ") + " hold a uuid claim"
@@ -123,7 +133,9 @@ func judgeNodeIDs(facts []nodeFacts, readErr error, add func(int, string, status
 		default:
 			out = append(out, fmt.Sprint(i))
 			why, remedy := notIntact(i, f)
-			if remedy == "" {
+			// Without an intact majority, Provision gives no ids through a
+			// repair: the deployment's verdict is the remedy.
+			if remedy == "" || intact < maj {
 				remedy = repairAdvice(i, f, longest)
 				if intact < maj {
 					remedy = "No majority of the nodes is intact, so no repair can bring it back: see the deployment's " +
