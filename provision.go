@@ -137,12 +137,20 @@ func (c *Client) provisionable(states []*nodeState) error {
 }
 
 // provisionReport reads every node once more, and reports the ids and the
-// nodes that did not answer. A node that lost its state since is for the
-// clients and doctor to find.
+// nodes that did not answer. It judges the list again: a node made a
+// replica of another member while Provision ran holds that member's
+// identity, which the id step finds already written, and succeeds on. A
+// node that lost its state since is for the clients and doctor to find.
 func (c *Client) provisionReport(ctx context.Context) (*ProvisionReport, error) {
 	states, t, err := c.readStates(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if err := c.provisionable(states); err != nil {
+		return nil, err
+	}
+	if v := judgeList(states, len(c.nodes)); v.err != nil {
+		return nil, v.err
 	}
 	rep := &ProvisionReport{IDs: make([]int, len(states))}
 	var silent []string
