@@ -189,25 +189,34 @@ func outcomeOf(err error) (Outcome, int64, error) {
 }
 
 // NodeIDs returns each node's fencing id, -1 for a node whose fencing state
-// is not intact (not provisioned, emptied, restarted or promoted). Every
-// node must answer. It fails with a *NodeListError if the client's node list
-// is not the deployment's.
+// is not intact (not provisioned, emptied, restarted or promoted) or that
+// did not answer. It fails with a *NodeListError if the client's node list
+// is not the deployment's, as far as the nodes that answered show. If a
+// node did not answer, it returns the ids it read with a *QuorumError of
+// Kind ErrUnavailable that names each node's outcome: every node must
+// answer for the ids to be complete.
 func (c *Client) NodeIDs(ctx context.Context) ([]int, error) {
 	ctx, cancel := c.adminContext(ctx)
 	defer cancel()
-	states, err := c.readAllStates(ctx, "read node ids")
+	states, t, err := c.readStates(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if v := judgeList(states, len(c.nodes)); v.err != nil {
 		return nil, v.err
 	}
+	if err := distinctServers(states); err != nil {
+		return nil, err
+	}
 	ids := make([]int, len(states))
 	for i, s := range states {
 		ids[i] = -1
-		if s.intact() {
+		if s != nil && s.intact() {
 			ids[i] = s.id
 		}
+	}
+	if t.granted() < len(c.nodes) {
+		return ids, &QuorumError{Op: "read node ids", Kind: ErrUnavailable, Nodes: t.snapshot()}
 	}
 	return ids, nil
 }

@@ -15,11 +15,14 @@ import (
 // or -1. Only reachable nodes are asked, and a server listed twice only
 // once (the library refuses it; doctor reports it as not independent).
 func readNodeIDs(ctx context.Context, clients []redis.UniversalClient, facts []nodeFacts, prefix string, timeout time.Duration) error {
+	// Every node is asked, the unreachable ones too: the node list is
+	// judged against the deployment's roster over the whole list, and a
+	// node down must not read as a list too short.
 	var asked []redis.UniversalClient
 	var idx []int
 	seen := map[string]bool{}
 	for i, f := range facts {
-		if f.Reachable && (f.RunID == "" || !seen[f.RunID]) {
+		if f.RunID == "" || !seen[f.RunID] {
 			seen[f.RunID] = true
 			asked = append(asked, clients[i])
 			idx = append(idx, i)
@@ -35,7 +38,19 @@ func readNodeIDs(ctx context.Context, clients []redis.UniversalClient, facts []n
 	}
 	defer c.Close()
 	ids, err := c.NodeIDs(ctx)
-	if err != nil {
+	var qe *redlock.QuorumError
+	switch {
+	case errors.As(err, &qe) && errors.Is(err, redlock.ErrUnavailable) && ids != nil:
+		// Some nodes did not answer: the others' ids stand, and the silent
+		// ones are reported as unreachable by their own checks.
+		for k, i := range idx {
+			if qe.Nodes[k].Outcome == redlock.NodeGranted {
+				id := ids[k]
+				facts[i].NodeID = &id
+			}
+		}
+		return nil
+	case err != nil:
 		return err
 	}
 	for k, i := range idx {
