@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/quorumlock/redlock/internal/mdsnippet"
 )
 
 // The README's Quick start is compiled and run: every line of its Go
@@ -25,8 +27,8 @@ func TestREADMEQuickStartIsTheExample(t *testing.T) {
 	}
 	quick, _, _ = strings.Cut(quick, "\n## ")
 	var want []string
-	for _, block := range goBlocks(quick) {
-		lines := nonEmptyLines(block)
+	for _, block := range mdsnippet.GoBlocks(quick) {
+		lines := mdsnippet.Lines(block)
 		if len(lines) > 0 && strings.HasPrefix(lines[0], "nodes := ") {
 			end := indexOf(lines, "}") // queue_hung_test.go
 			if end < 0 {
@@ -39,7 +41,7 @@ func TestREADMEQuickStartIsTheExample(t *testing.T) {
 	if len(want) < 10 {
 		t.Fatalf("the Quick start has %d lines of Go; its blocks were not found", len(want))
 	}
-	have := nonEmptyLines(string(example))
+	have := mdsnippet.Lines(string(example))
 	i := 0
 	for _, line := range want {
 		for i < len(have) && have[i] != line {
@@ -50,28 +52,4 @@ func TestREADMEQuickStartIsTheExample(t *testing.T) {
 		}
 		i++
 	}
-}
-
-// goBlocks returns the bodies of the ```go blocks of a Markdown text.
-func goBlocks(md string) []string {
-	var blocks []string
-	for {
-		_, rest, ok := strings.Cut(md, "```go\n")
-		if !ok {
-			return blocks
-		}
-		body, after, _ := strings.Cut(rest, "```")
-		blocks, md = append(blocks, body), after
-	}
-}
-
-// nonEmptyLines is the non-empty lines of s, without their indentation.
-func nonEmptyLines(s string) []string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
 }

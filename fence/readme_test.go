@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/quorumlock/redlock/internal/mdsnippet"
 )
 
 // The fence snippets of README.md and docs/fencing.md are compiled and
@@ -15,16 +17,16 @@ func TestREADMEFenceSnippetIsAnExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	have := trimmed(string(example))
+	have := mdsnippet.Lines(string(example))
 	for _, doc := range []string{"../README.md", "../docs/fencing.md"} {
 		md, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var snippet []string
-		for _, block := range goBlocks(string(md)) {
+		for _, block := range mdsnippet.GoBlocks(string(md)) {
 			if strings.Contains(block, "fence.NewRedis") {
-				snippet = trimmed(block)
+				snippet = mdsnippet.Lines(block)
 			}
 		}
 		if snippet == nil {
@@ -43,30 +45,6 @@ func contains(lines, part []string) bool {
 		}
 	}
 	return false
-}
-
-// goBlocks returns the bodies of the ```go blocks of a Markdown text.
-func goBlocks(md string) []string {
-	var blocks []string
-	for {
-		_, rest, ok := strings.Cut(md, "```go\n")
-		if !ok {
-			return blocks
-		}
-		body, after, _ := strings.Cut(rest, "```")
-		blocks, md = append(blocks, body), after
-	}
-}
-
-// trimmed is the non-empty lines of s, without their indentation.
-func trimmed(s string) []string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 func equal(a, b []string) bool {
