@@ -222,11 +222,12 @@ func (l *Lock) afterAcquire(r reply) {
 	if l.success {
 		return // held
 	}
-	defer l.c.settling.callEnded(l.name, l.rollbacks, r.node)
+	ended := func() { l.c.settling.callEnded(l.name, l.rollbacks, r.node) }
 	if !l.acqSent[r.node] {
+		ended()
 		return // nothing was sent there
 	}
-	l.c.releaseNode(l.c.nodes[r.node], l, definite(r.outcome), l.rollbackTried[r.node])
+	l.c.releaseNode(l.c.nodes[r.node], l, definite(r.outcome), l.rollbackTried[r.node], ended)
 }
 
 // definite reports whether a call's outcome proves that the node processed

@@ -89,13 +89,17 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 }
 
 // releaseNode rolls back one node: one try at once, then, while the node
-// cannot be reached, retries in the background. tried is closed after the
-// first try.
-func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tried chan struct{}) {
+// cannot be reached, retries in the background. tried is closed, and ended
+// run, after the first try.
+func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tried chan struct{}, ended func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
 	outcome, _, err := c.releaseCall(l, sure, false).outcome(ctx, node)
 	cancel()
 	close(tried)
+	// The next attempt's call on this node waits for the first try only
+	// (afterOwn), as for an Unlock's: the retries of a broken link can
+	// take a TTL, and would hold back a node that is answering again.
+	ended()
 	if outcome == NodeFailed && !isServerReply(err) {
 		c.retryRelease(node, l, sure)
 	}
