@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -121,4 +122,54 @@ func TestReviewOutageGiveUpLeavesTheQueue(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("5 s after the Lock gave up, its waiter is still queued: %v", left)
+}
+
+// Review of issue 23, 2 (ctx-cut errors): a TryLock whose ctx is cancelled
+// after a majority granted round 1 but before the commit (round 2) must
+// leave nothing locked, match context.Canceled (not DeadlineExceeded), and
+// report no node as having committed. Forced order: a hook on every node
+// cancels the caller's ctx as the commit call is about to go out.
+func TestReviewCtxCutBeforeCommitLeavesNothingLocked(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var armed atomic.Bool
+	hook := func() *faultHook {
+		return &faultHook{before: func(s string) error {
+			if armed.Load() && s == "commit" {
+				cancel()
+			}
+			return nil
+		}}
+	}
+	c := cl.actor(t, []*faultHook{hook(), hook(), hook()}, redlock.WithNodeTimeout(50*time.Millisecond))
+	l, err := c.TryLock(context.Background(), "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	l, err = c.TryLock(ctx, "review-cut")
+	if err == nil {
+		l.Unlock(context.Background())
+		t.Fatal("TryLock won although its ctx was cancelled before the commit")
+	}
+	t.Logf("TryLock: %v", err)
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) || !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("TryLock cut by a cancel: %v, want a *QuorumError matching context.Canceled only", err)
+	}
+	if errors.Is(err, redlock.ErrLocked) {
+		t.Errorf("a cancel is reported as contention: %v", err)
+	}
+	if vals := cl.holdersOnceReleased(t, "review-cut"); !slices.Equal(vals, make([]string, len(vals))) {
+		t.Fatalf("a cut attempt left the lock set on the nodes: %q", vals)
+	}
+	l, err = cl.newClient(t).TryLock(context.Background(), "review-cut")
+	if err != nil {
+		t.Fatalf("another client after the cut attempt: %v", err)
+	}
+	l.Unlock(context.Background())
 }
