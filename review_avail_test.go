@@ -173,3 +173,46 @@ func TestReviewCtxCutBeforeCommitLeavesNothingLocked(t *testing.T) {
 	}
 	l.Unlock(context.Background())
 }
+
+// Review of issue 23, 2 (afterOwn vs ctx): this client's release of the
+// name hangs on two paused nodes of three (SIGSTOP), so the Unlock fails
+// and the next TryLock's calls on them wait for that release (afterOwn),
+// which lasts the round's patience (5 s). The TryLock must still end at
+// the caller's deadline, with a Kind and matching DeadlineExceeded.
+func TestReviewAfterOwnEndsAtTheCallersDeadline(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithNodeTimeout(50*time.Millisecond))
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "review-hung")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume := cl.pause(t, 0, 2)
+	uctx, ucancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer ucancel()
+	if err := l.Unlock(uctx); err == nil {
+		t.Fatal("Unlock won with two nodes of three paused")
+	}
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		l, err := c.TryLock(tctx, "review-hung")
+		if l != nil {
+			l.Unlock(ctx)
+		}
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(4 * time.Second):
+		resume()
+		t.Fatal("TryLock with a 300 ms deadline still waits 4 s later, behind its own release on the paused nodes")
+	}
+	t.Logf("TryLock: %v", err)
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, redlock.ErrUnavailable) {
+		t.Fatalf("TryLock: %v, want a *QuorumError, ErrUnavailable, matching DeadlineExceeded", err)
+	}
+	resume()
+}
