@@ -57,7 +57,7 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 			return
 		}
 		if r.outcome == NodeFailed && !isServerReply(r.err) || r.outcome == NodeTimedOut {
-			c.retryRelease(c.nodes[r.node], l, definite(l.acqOutcome[r.node]))
+			c.retryRelease(c.nodes[r.node], l, definite(l.acqOutcome[r.node]), nil)
 		}
 	}
 	// Decided at the majority: see settle.go for what the rest still do.
@@ -96,13 +96,20 @@ func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tri
 	outcome, _, err := c.releaseCall(l, sure, false).outcome(ctx, node)
 	cancel()
 	close(tried)
-	// The next attempt's call on this node waits for the first try only
-	// (afterOwn), as for an Unlock's: the retries of a broken link can
-	// take a TTL, and would hold back a node that is answering again.
-	ended()
-	if outcome == NodeFailed && !isServerReply(err) {
-		c.retryRelease(node, l, sure)
+	if outcome != NodeFailed || isServerReply(err) {
+		ended()
+		return
 	}
+	// The next attempt's call on this node (afterOwn) waits for the first
+	// try, as for an Unlock's release, not for all the retries of a broken
+	// link: they can take a TTL, and would hold back a node that answers
+	// again. A try that timed out may still be on its way to the node,
+	// though (a slow node or machine): then it waits for the next try too.
+	if !isTimeout(err) {
+		ended()
+		ended = nil
+	}
+	c.retryRelease(node, l, sure, ended)
 }
 
 // releaseCall is the release script for l. sure says that the node is known
@@ -144,8 +151,14 @@ func (c *Client) markerTTL() time.Duration { return 10 * c.cfg.ttl }
 
 // retryRelease keeps trying to release l on a node that could not be
 // reached, with growing pauses, for at most one TTL of the lock or until
-// Close.
-func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool) {
+// Close. ended, if not nil, is run once, as its first try ends (or as it
+// gives up before one).
+func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool, ended func()) {
+	defer func() {
+		if ended != nil {
+			ended()
+		}
+	}()
 	ttl := l.currentTTL()
 	deadline := time.Now().Add(ttl)
 	pause := c.cfg.nodeTimeout
@@ -165,6 +178,10 @@ func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
 		outcome, _, err := c.releaseCall(l, sure, false).outcome(ctx, node)
 		cancel()
+		if ended != nil {
+			ended()
+			ended = nil
+		}
 		if outcome != NodeFailed || isServerReply(err) {
 			return
 		}
