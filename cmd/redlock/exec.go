@@ -153,6 +153,9 @@ func acquireError(name string, err error) error {
 	case errors.Is(err, redlock.ErrAuth), errors.Is(err, redlock.ErrNoPermission):
 		return &exitError{69, fmt.Errorf("could not acquire %q: the nodes refused the credentials or the ACL user "+
 			"(check the user and password in --nodes): %w", name, err)}
+	case errors.Is(err, redlock.ErrFencingNode):
+		return &exitError{69, fmt.Errorf("could not acquire %q: the nodes are Redis Cluster nodes (CROSSSLOT); "+
+			"--nodes must list standalone masters (or Sentinel-managed ones), each on its own: %w", name, err)}
 	case errors.Is(err, redlock.ErrEmptyName), errors.Is(err, redlock.ErrNameTooLong), errors.Is(err, redlock.ErrBadName):
 		return &exitError{2, err}
 	}
