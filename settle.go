@@ -133,9 +133,10 @@ func (s *settling) inFlight(name string) []*release {
 // on a name nobody else held. Ordered after it, the call finds the lock
 // gone, and a late release costs that node's reply time, not the attempt.
 // The wait is bounded by the release's own call, which ends within the
-// round's patience (or a node timeout, for a rollback's first try), and
-// by ctx. A release the node did not apply (a broken connection: it is
-// retried in the background) still leaves the old value to refuse.
+// round's patience (or a node timeout, for a rollback's first try, and its
+// second if the first timed out: retryRelease), and by ctx. A release the
+// node did not apply (a broken connection: it is retried in the
+// background) still leaves the old value to refuse.
 func (l *Lock) afterOwn(ctx context.Context, i int) error {
 	for _, r := range l.ownReleases {
 		select {
