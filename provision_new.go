@@ -1,0 +1,166 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// The steps that give a new deployment its identity: every node claims a
+// uuid, the roster of those uuids goes everywhere, and each node takes its
+// rank in the roster as its id (docs/fencing.md, Provisioning).
+
+// claimRoster claims a uuid on every node that has none, then records the
+// roster of those uuids everywhere, and returns the nodes' states after.
+func (c *Client) claimRoster(ctx context.Context, states []*nodeState) ([]*nodeState, error) {
+	k := &c.keys
+	uuids := make([]string, len(c.nodes))
+	t, err := c.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+		u, err := claimLua.Run(ctx, node, []string{k.uuid, k.roster, k.id}, uuid.NewString()).Text()
+		uuids[i] = u
+		return outcomeOf(err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if t.granted() < len(c.nodes) {
+		return nil, &QuorumError{Op: "provision (claim)", Kind: ErrUnavailable, Nodes: t.snapshot()}
+	}
+	for i, u := range uuids {
+		if u == "" {
+			// A roster or id appeared since the read: another
+			// provisioner is further on. Go by what the nodes hold now.
+			return c.readAllStates(ctx, "provision")
+		}
+		if slices.Index(uuids, u) != i {
+			return nil, fmt.Errorf("%w: nodes %d and %d hold the same uuid", ErrNodeIDConflict, slices.Index(uuids, u), i)
+		}
+	}
+	roster := strings.Join(slices.Sorted(slices.Values(uuids)), ",")
+	t, err = c.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+		return outcomeOf(rosterLua.Run(ctx, node, []string{k.uuid, k.roster}, uuids[i], roster).Err())
+	})
+	if err != nil {
+		return nil, err
+	}
+	if t.granted() < len(c.nodes) {
+		return nil, &QuorumError{Op: "provision (roster)", Kind: ErrUnavailable, Nodes: t.snapshot()}
+	}
+	return c.readAllStates(ctx, "provision")
+}
+
+// assignIDs gives each node that holds the common roster and no id the rank
+// of its uuid. Such a node never had an id: one that lost its data lost its
+// uuid and roster with it, and one claimed by a stale provisioner holds a
+// uuid outside the roster. So it was in no commit majority, and it may join
+// with a low counter: any majority that meets a commit majority meets it at
+// another node. A node restored from a snapshot taken before the ids
+// breaks that rule: while ids are on a minority whose nodes counted
+// acquisitions, it refuses (ErrAmnesia, a majority lost).
+func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
+	roster, members, err := commonRoster(states, len(c.nodes))
+	if err != nil {
+		return err
+	}
+	var missing []int
+	withID, silent := 0, false
+	for i, s := range states {
+		if s == nil {
+			silent = true
+			continue
+		}
+		rank := slices.Index(members, s.uuid)
+		switch {
+		case s.roster != roster || rank < 0:
+			return fmt.Errorf("%w: node %d does not hold the deployment's roster; run Repair", ErrAmnesia, i)
+		case s.id >= 0 && s.id != rank:
+			return fmt.Errorf("%w: node %d has id %d, its uuid's rank is %d", ErrNodeIDConflict, i, s.id, rank)
+		case s.id >= 0:
+			withID++
+		default:
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) > 0 && withID >= majority(len(states)) {
+		// A majority holds ids: fenced locks may have been taken without
+		// the others.
+		return c.repairMissing(ctx, missing)
+	}
+	if len(missing) > 0 && withID > 0 {
+		// Ids on a minority: either the ids' step was cut short, or a
+		// majority came back from a snapshot taken before it (it lost its
+		// ids and counters, and tokens were issued since). A counter on a
+		// node with an id tells the second: writing ids with no counters
+		// would let that majority mint tokens below those it issued.
+		if i := slices.IndexFunc(states, func(s *nodeState) bool { return s != nil && s.id >= 0 && s.counter > 0 }); i >= 0 {
+			return fmt.Errorf("%w: nodes %v hold the roster but no id, and only a minority holds ids, while node %d "+
+				"has counted acquisitions (counter %d): a majority lost its ids and counters (restored from a "+
+				"snapshot taken while the deployment was provisioned?); docs/operations.md, \"A majority lost\"",
+				ErrAmnesia, missing, i, states[i].counter)
+		}
+	}
+	if len(missing) == 0 {
+		if i := slices.IndexFunc(states, func(s *nodeState) bool { return s != nil && !s.intact() }); i >= 0 {
+			return fmt.Errorf("%w: node %d serves under a new replication id (restarted or promoted); run Repair", ErrAmnesia, i)
+		}
+		return nil
+	}
+	if silent {
+		// New ids are written only to a roster every node holds.
+		return fmt.Errorf("%w: %w", ErrUnavailable, errNewNeedsAll)
+	}
+	k := &c.keys
+	t, err := c.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+		if !slices.Contains(missing, i) {
+			return NodeGranted, 0, nil
+		}
+		rank := slices.Index(members, states[i].uuid)
+		id, err := assignLua.Run(ctx, node, []string{k.uuid, k.roster, k.id, k.replid, k.lost},
+			states[i].uuid, roster, rank).Int()
+		if err == nil && id != rank {
+			err = fmt.Errorf("%w: node %d lost its uuid or roster while being provisioned", ErrAmnesia, i)
+		}
+		return outcomeOf(err)
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range t.results {
+		if r.Err != nil {
+			return fmt.Errorf("redlock: provision node %d: %w", r.Node, r.Err)
+		}
+	}
+	if t.granted() < len(c.nodes) {
+		return &QuorumError{Op: "provision (ids)", Kind: ErrUnavailable, Nodes: t.snapshot()}
+	}
+	return nil
+}
+
+// commonRoster returns the roster a majority of the nodes hold, and its
+// uuids.
+func commonRoster(states []*nodeState, n int) (string, []string, error) {
+	count := map[string]int{}
+	for _, s := range states {
+		if s != nil && s.roster != "" {
+			count[s.roster]++
+		}
+	}
+	for r, k := range count {
+		if k >= majority(n) {
+			members := strings.Split(r, ",")
+			if len(members) != n {
+				return "", nil, fmt.Errorf("%w: the roster has %d nodes, the client %d", ErrNodeIDConflict, len(members), n)
+			}
+			return r, members, nil
+		}
+	}
+	if len(count) == 0 {
+		return "", nil, ErrNotProvisioned
+	}
+	return "", nil, fmt.Errorf("%w: no majority of the nodes holds one roster; a majority lost its data "+
+		"(docs/operations.md, \"A majority lost\")", ErrAmnesia)
+}
