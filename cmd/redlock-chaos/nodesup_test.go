@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/proctest"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -74,7 +76,7 @@ func TestNodesUpKilledLeavesNothingBehind(t *testing.T) {
 			}
 		}
 		for _, p := range pids {
-			if running(p) {
+			if proctest.Running(p) {
 				left = append(left, fmt.Sprintf("redis-server %d", p))
 			}
 		}
@@ -118,16 +120,4 @@ func nodeDirAndPid(t *testing.T, url string) (string, int) {
 	}
 	t.Fatal("no process_id in INFO server")
 	return "", 0
-}
-
-// running reports whether pid is a live process: a zombie waiting for a
-// reaper that may never come (this sandbox's PID 1) has run its course.
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }

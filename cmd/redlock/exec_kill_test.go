@@ -1,8 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
+
+	"github.com/quorumlock/redlock/internal/proctest"
 
 	"errors"
 	"fmt"
@@ -82,24 +83,9 @@ func startJob(t *testing.T, urls, name string, flags []string, scriptArg string)
 		if time.Now().After(deadline) {
 			t.Fatalf("the job did not record its pids (have %v)", pids)
 		}
-		pids = readPids(pidFile)
+		pids = proctest.ReadPids(pidFile)
 	}
 	return cmd, pids
-}
-
-func readPids(path string) []int {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var pids []int
-	for s := bufio.NewScanner(f); s.Scan(); {
-		if p, err := strconv.Atoi(strings.TrimSpace(s.Text())); err == nil {
-			pids = append(pids, p)
-		}
-	}
-	return pids
 }
 
 // waitGone waits, up to bound, for every pid to stop running, and returns
@@ -110,7 +96,7 @@ func waitGone(t *testing.T, pids []int, bound time.Duration) time.Duration {
 	for {
 		var left []int
 		for _, p := range pids {
-			if running(p) {
+			if proctest.Running(p) {
 				left = append(left, p)
 			}
 		}
@@ -205,12 +191,12 @@ func TestExecStopsWhatTheCommandLeftBehind(t *testing.T) {
 	if code := exitCode(err); code != 4 {
 		t.Errorf("exit %d (%v), want the command's 4", code, err)
 	}
-	pids := readPids(pidFile)
+	pids := proctest.ReadPids(pidFile)
 	if len(pids) != 1 {
 		t.Fatalf("pids %v", pids)
 	}
 	t.Cleanup(func() { syscall.Kill(pids[0], syscall.SIGKILL) })
-	if running(pids[0]) {
+	if proctest.Running(pids[0]) {
 		t.Errorf("the background sleep %d still runs after exec released the lock", pids[0])
 	}
 }

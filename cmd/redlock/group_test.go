@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/proctest"
 )
 
 // grandchild is a command whose shell starts a sleep in the background,
@@ -36,25 +37,11 @@ func grandchild(t *testing.T) (argv []string, pid func() int) {
 	return argv, pid
 }
 
-// running reports whether pid is a live process (a zombie is not).
-func running(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // assertGone waits a generous while for pid to end.
 func assertGone(t *testing.T, pid int, what string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if !running(pid) {
+		if !proctest.Running(pid) {
 			return
 		}
 	}

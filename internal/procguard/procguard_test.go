@@ -1,17 +1,16 @@
 package procguard
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/proctest"
 
 	"go.uber.org/goleak"
 )
@@ -127,7 +126,7 @@ func TestParentDeathKillsTheGroupAndRemovesThePaths(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the job did not record its pids (%v)", pids)
 		}
-		pids = readPids(filepath.Join(dir, "pids"))
+		pids = proctest.ReadPids(filepath.Join(dir, "pids"))
 	}
 	parent.Process.Kill()
 	parent.Wait()
@@ -136,7 +135,7 @@ func TestParentDeathKillsTheGroupAndRemovesThePaths(t *testing.T) {
 		_, err := os.Stat(dir)
 		alive := 0
 		for _, p := range pids {
-			if running(p) {
+			if proctest.Running(p) {
 				alive++
 			}
 		}
@@ -148,30 +147,4 @@ func TestParentDeathKillsTheGroupAndRemovesThePaths(t *testing.T) {
 		}
 	}
 	t.Logf("job and directory gone %v after the parent's SIGKILL was reaped", time.Since(start))
-}
-
-func readPids(path string) []int {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var pids []int
-	for s := bufio.NewScanner(f); s.Scan(); {
-		if p, err := strconv.Atoi(strings.TrimSpace(s.Text())); err == nil {
-			pids = append(pids, p)
-		}
-	}
-	return pids
-}
-
-// running reports whether pid is a live process (a zombie is not).
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
