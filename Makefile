@@ -50,14 +50,15 @@ deps-valkey: deps
 	.ci/install-valkey
 
 ## test-valkey: the packages that talk to nodes, against valkey-server instead of redis-server
-## (REDLOCK_SERVER_BINARY, read by node.StartProcess). Without -race: `make test` has run it.
+## (REDLOCK_SERVER_BINARY, read by node.StartProcess). Without -race: `make test` has run it. -short
+## skips only the client-side load test (TestLoadOwnNames, the client's own ordering), which `make test` ran.
 test-valkey: deps-valkey
-	REDLOCK_SERVER_BINARY=valkey-server $(GO) test -count=1 -p 1 -timeout 20m $(NODE_PKGS)
+	REDLOCK_SERVER_BINARY=valkey-server $(GO) test -short -count=1 -p 1 -timeout 20m $(NODE_PKGS)
 
 ## test-fips: the same packages in FIPS 140-only mode, where any use of a non-approved
-## algorithm (SHA-1 among them) panics.
+## algorithm (SHA-1 among them) panics. -short as for test-valkey.
 test-fips: deps
-	GODEBUG=fips140=only $(GO) test -count=1 -p 1 -timeout 20m $(NODE_PKGS)
+	GODEBUG=fips140=only $(GO) test -short -count=1 -p 1 -timeout 20m $(NODE_PKGS)
 
 ## test-oldest-go: build and vet every package with the oldest Go that go.mod declares
 ## (GOTOOLCHAIN fetches it through the module proxy), and run the fence's and scripts' tests.
