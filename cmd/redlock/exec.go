@@ -39,8 +39,9 @@ each tick if the hosts' start times, clock skew included, spread less than --hol
 Exit codes:
   CMD's own  CMD ran under the lock (128+N if a signal N ended it)
   73         the lock is held elsewhere: this host skipped the run (not an error for cron)
-  69         no lock could be taken: too few nodes answered, or the deployment is not provisioned
-             (run "redlock provision"); alert on it, no host runs the job
+  69         no lock could be taken: too few nodes answered (with --wait: for 15 s in a row), the
+             nodes refused the credentials or are cluster nodes, or the deployment is not
+             provisioned (run "redlock provision"); alert on it, no host runs the job
   75         the lock was lost while CMD ran; CMD may have overlapped another holder
   78         --nodes is not the deployment's node list (each node of it, once): fix the configuration
   127        CMD could not be started (not found, not executable)
