@@ -10,7 +10,6 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/node"
-	"github.com/redis/go-redis/v9"
 )
 
 // Lock gives up on an outage (issue 23, 2): replays on real nodes of what
@@ -167,20 +166,8 @@ func TestLockGivesUpOnReplicasGivenAsMasters(t *testing.T) {
 // refuses a ClusterClient with fencing for the same reason): Lock fails at
 // once, with ErrFencingNode.
 func TestLockFailsAtOnceOnClusterNodesAsPlainClients(t *testing.T) {
-	g, err := node.StartProcesses(context.Background(), 3, node.Config{
+	cl := startNodes(t, 3, node.Config{
 		Args: []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := &cluster{nodes: g, inspect: g.NewClients()}
-	for _, nd := range g {
-		cl.clients = append(cl.clients, redis.NewClient(&redis.Options{Addr: nd.Addr()}))
-	}
-	t.Cleanup(func() {
-		node.CloseClients(cl.clients)
-		node.CloseClients(cl.inspect)
-		g.Close()
-	})
 	ctx := context.Background()
 	for i, in := range cl.inspect {
 		if err := in.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
@@ -190,7 +177,7 @@ func TestLockFailsAtOnceOnClusterNodesAsPlainClients(t *testing.T) {
 	c := outageClient(t, cl)
 	perr := c.Provision(ctx)
 	t.Logf("Provision: %v", perr)
-	err = lockUnderWatchdog(t, c, "outage-cluster")
+	err := lockUnderWatchdog(t, c, "outage-cluster")
 	qe := quorumError(t, err)
 	if !errors.Is(err, redlock.ErrFencingNode) || qe.GaveUpAfter != 0 {
 		t.Fatalf("want ErrFencingNode at once, got %v", err)
