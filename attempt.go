@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -121,9 +122,9 @@ func (l *Lock) roundOne(ctx context.Context, waited time.Duration) (*tally, erro
 	} else if l.waiter == "" {
 		// TryLock never queues, so the script touches neither the queue nor
 		// its arguments: left out, the call costs the node about 7% less.
-		l.acquire = newScriptCall(acquireLua, l.keyArgs[:3], l.valueArg, l.lease.arg, "")
+		l.acquire = nodescript.NewCall(nodescript.Acquire, l.keyArgs[:3], l.valueArg, l.lease.arg, "")
 	} else {
-		l.acquire = newScriptCall(acquireLua, l.keyArgs, l.valueArg, l.lease.arg, l.waiter, c.args.staleWaiter, waitedUs)
+		l.acquire = nodescript.NewCall(nodescript.Acquire, l.keyArgs, l.valueArg, l.lease.arg, l.waiter, c.args.staleWaiter, waitedUs)
 	}
 	return c.runRound(ctx, roundSpec{name: "lock", op: op, then: l.afterAcquire},
 		(*tally).decided, c.giveUpOnContention)
@@ -190,7 +191,7 @@ func (l *Lock) acquireOp(ctx context.Context, i int, node redis.UniversalClient)
 	if err := l.afterOwn(ctx, i); err != nil {
 		return NodeFailed, 0, err
 	}
-	n, err := l.acquire.run(ctx, node).Int64()
+	n, err := l.acquire.Run(ctx, node).Int64()
 	switch {
 	case err == nil && !l.list.admit(l, i, 0):
 		l.c.checkList(false)
@@ -272,29 +273,3 @@ func (l *Lock) abandon(t *tally) {
 		}
 	}
 }
-
-// acquireScript sets the lock unless this value was already released here,
-// or the lock is promised to another waiter.
-//
-//	KEYS[1] lock key, KEYS[2] release marker of this value,
-//	KEYS[3..5] the queue: promise NEXT, QUEUE, SEEN
-//	ARGV[1] value,    ARGV[2] TTL in ms, ARGV[3] waiter id (empty: none),
-//	ARGV[4] STALE in ms, ARGV[5] WAITED in µs
-//
-// Without a waiter (TryLock) only KEYS[1..3] and ARGV[1..3] are passed.
-//
-// Returns 1 if the node now holds the value, 0 if another owner holds the
-// key or it is promised to another waiter, and a WRONGTYPE error if the key
-// is not a string.
-//
-// The release marker exists because a call that timed out may still be
-// sitting in a paused node's socket buffer: when the node resumes it would set
-// the lock for a fresh TTL after the release had already run.
-var (
-	//go:embed lua/acquire.lua
-	acquireBody   string
-	acquireScript = `local NEXT, QUEUE, SEEN = KEYS[3], KEYS[4], KEYS[5]
-local WAITER = ARGV[3]
-` + queueLua + acquireBody
-	acquireLua = newScript(acquireScript)
-)

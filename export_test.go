@@ -3,6 +3,9 @@ package redlock
 import (
 	"sync"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/luascript"
+	"github.com/quorumlock/redlock/internal/nodescript"
 )
 
 // WithClock lets the tests stand in a clock that they drive.
@@ -44,18 +47,17 @@ func ScriptName(args []any) string {
 	body, _ := args[1].(string)
 	for _, s := range []struct {
 		name string
-		s    *script
-		src  string
+		s    *luascript.Script
 	}{
-		{"acquire", fencedAcquireLua, fencedAcquireScript}, {"acquire-unfenced", acquireLua, acquireScript},
-		{"commit", commitLua, commitScript}, {"release", releaseLua, releaseScript},
-		{"extend", extendLua, extendScript}, {"extend", fencedExtendLua, fencedExtendScript},
-		{"state", nodeStateLua, nodeStateScript}, {"claim", claimLua, claimScript},
-		{"roster", rosterLua, rosterScript}, {"assign", assignLua, assignScript},
-		{"swap-uuid", swapUUIDLua, swapUUIDScript}, {"repair", repairLua, repairScript},
-		{"inspect", inspectLua, inspectScript},
+		{"acquire", nodescript.FencedAcquire}, {"acquire-unfenced", nodescript.Acquire},
+		{"commit", nodescript.Commit}, {"release", nodescript.Release},
+		{"extend", nodescript.Extend}, {"extend", nodescript.FencedExtend},
+		{"state", nodescript.NodeState}, {"claim", nodescript.Claim},
+		{"roster", nodescript.Roster}, {"assign", nodescript.Assign},
+		{"swap-uuid", nodescript.SwapUUID}, {"repair", nodescript.Repair},
+		{"inspect", nodescript.Inspect},
 	} {
-		if h := s.s.Hash(); h != "" && body == h || body == s.src {
+		if h := s.s.Hash(); h != "" && body == h || body == s.s.Source() {
 			return s.name
 		}
 	}
@@ -89,4 +91,4 @@ func SettlingLen(c *Client) int {
 
 // AcquireScript is the unfenced acquisition script, for tests that drive a
 // node's queue directly.
-var AcquireScript = acquireScript
+var AcquireScript = nodescript.Acquire.Source()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -176,16 +177,16 @@ func (l *Lock) pullDeadline(until time.Time, ttl time.Duration) {
 func (l *Lock) extendOp(ls lease) nodeOp {
 	c := l.c
 	if !c.cfg.fencing {
-		call := newScriptCall(extendLua, l.keyArgs[:1], l.valueArg, ls.arg)
+		call := nodescript.NewCall(nodescript.Extend, l.keyArgs[:1], l.valueArg, ls.arg)
 		return func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
-			return call.outcome(ctx, node)
+			return answer(ctx, call, node)
 		}
 	}
-	call := newScriptCall(fencedExtendLua, []any{l.keyArgs[0], c.keys.id, c.keys.maxTTL}, l.valueArg, ls.arg)
+	call := nodescript.NewCall(nodescript.FencedExtend, []any{l.keyArgs[0], c.keys.id, c.keys.maxTTL}, l.valueArg, ls.arg)
 	var mu sync.Mutex
 	counted := map[int64]int{} // id -> the node it was counted for
 	return func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		vals, err := call.run(ctx, node).Int64Slice()
+		vals, err := call.Run(ctx, node).Int64Slice()
 		switch {
 		case err != nil:
 			return NodeFailed, 0, err
@@ -204,19 +205,3 @@ func (l *Lock) extendOp(ls lease) nodeOp {
 		return NodeGranted, 0, nil
 	}
 }
-
-// extendScript re-applies a TTL where the key still holds this value. It
-// never creates the key: an expired lock stays expired. The fenced one also
-// raises the node's longest TTL in use to it (Repair waits that long).
-//
-//	KEYS[1] lock key, fenced: KEYS[2] the node's id, KEYS[3] its longest TTL
-//	ARGV[1] value, ARGV[2] TTL in ms
-var (
-	//go:embed lua/fenced_extend.lua
-	fencedExtendScript string
-	fencedExtendLua    = newScript(fencedExtendScript)
-
-	//go:embed lua/extend.lua
-	extendScript string
-	extendLua    = newScript(extendScript)
-)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,31 +28,6 @@ import (
 // the low byte of every token.
 const MaxFencingNodes = 256
 
-var (
-	//go:embed lua/identity.lua
-	identityPrelude string
-	//go:embed lua/wrong_type.lua
-	wrongTypePrelude string
-	//go:embed lua/fenced_acquire.lua
-	fencedAcquireBody string
-	//go:embed lua/commit.lua
-	commitBody string
-
-	fencedAcquireScript = `local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local NONCE, ROSTER = ARGV[1], ARGV[6]
-local NEXT, QUEUE, SEEN = KEYS[10], KEYS[11], KEYS[12]
-local WAITER = ARGV[3]
-` + identityPrelude + wrongTypePrelude + queueLua + fencedAcquireBody
-	commitScript = `local IDKEY, REPLIDKEY, LOSTKEY = KEYS[4], KEYS[5], KEYS[6]
-local NONCE = ARGV[3]
-` + identityPrelude + wrongTypePrelude + `local ID = nodeID()
-if not ID then return {-1, 0} end
-` + commitBody
-
-	fencedAcquireLua = newScript(fencedAcquireScript)
-	commitLua        = newScript(commitScript)
-)
-
 // errForeignNode is the Err of a node that holds another roster than the
 // one the client checked: another server is behind its address now.
 var errForeignNode = fmt.Errorf("%w: the node holds another deployment's roster (another server behind its address?)", ErrWrongNodeList)
@@ -61,14 +37,14 @@ var errForeignNode = fmt.Errorf("%w: the node holds another deployment's roster 
 var errNoIdentity = fmt.Errorf("%w: the node holds no fencing identity", ErrAmnesia)
 
 // fencedAcquireCall builds round 1 for l.
-func (c *Client) fencedAcquireCall(l *Lock, waiter string, waitedUs int64) *scriptCall {
+func (c *Client) fencedAcquireCall(l *Lock, waiter string, waitedUs int64) *nodescript.Call {
 	k, nk := l.keyArgs, &c.keys
 	keys := []any{k[0], k[1], highKey(l.key), nk.counter, nk.id, nk.replid, nk.lost, nk.roster, nk.maxTTL, k[2], k[3], k[4]}
 	if waiter == "" {
 		// TryLock never queues: the queue's list and arguments are not used.
-		return newScriptCall(fencedAcquireLua, keys[:10], l.valueArg, l.lease.arg, "", "", "", l.list.roster)
+		return nodescript.NewCall(nodescript.FencedAcquire, keys[:10], l.valueArg, l.lease.arg, "", "", "", l.list.roster)
 	}
-	return newScriptCall(fencedAcquireLua, keys, l.valueArg, l.lease.arg, waiter, c.args.staleWaiter, waitedUs, l.list.roster)
+	return nodescript.NewCall(nodescript.FencedAcquire, keys, l.valueArg, l.lease.arg, waiter, c.args.staleWaiter, waitedUs, l.list.roster)
 }
 
 // fencedAcquireOp is round 1 on one node.
@@ -77,7 +53,7 @@ func (l *Lock) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalC
 	if err := l.afterOwn(ctx, i); err != nil {
 		return NodeFailed, 0, err
 	}
-	vals, err := l.acquire.run(ctx, node).Int64Slice()
+	vals, err := l.acquire.Run(ctx, node).Int64Slice()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return NodeFailed, 0, wrongType(err)
@@ -141,8 +117,8 @@ func (l *Lock) foreign() error {
 // commitOn runs round 2's call on node i: NodeGranted and the node's H
 // (which the caller compares with the token), or why the node does not
 // count.
-func (l *Lock) commitOn(ctx context.Context, call *scriptCall, i int, node redis.UniversalClient) (int64, Outcome, error) {
-	vals, err := call.run(ctx, node).Int64Slice()
+func (l *Lock) commitOn(ctx context.Context, call *nodescript.Call, i int, node redis.UniversalClient) (int64, Outcome, error) {
+	vals, err := call.Run(ctx, node).Int64Slice()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return 0, NodeFailed, wrongType(err)
@@ -163,9 +139,9 @@ func (l *Lock) commitOn(ctx context.Context, call *scriptCall, i int, node redis
 }
 
 // commitCall is round 2's script call for token.
-func (l *Lock) commitCall(token int64) *scriptCall {
+func (l *Lock) commitCall(token int64) *nodescript.Call {
 	nk := &l.c.keys
-	return newScriptCall(commitLua, []any{highKey(l.key), nk.counter, nk.floor, nk.id, nk.replid, nk.lost, nk.roster},
+	return nodescript.NewCall(nodescript.Commit, []any{highKey(l.key), nk.counter, nk.floor, nk.id, nk.replid, nk.lost, nk.roster},
 		token, l.c.args.retention, l.valueArg, l.list.roster)
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,27 +23,6 @@ import (
 // whose nodes all lost their data looks exactly like a new one, and
 // provisioning it again would restart the tokens without a word. A fenced
 // acquisition on nodes that hold no identity fails with ErrNotProvisioned.
-
-var (
-	//go:embed lua/node_state.lua
-	nodeStateScript string
-	//go:embed lua/claim.lua
-	claimScript string
-	//go:embed lua/roster.lua
-	rosterScript string
-	//go:embed lua/assign.lua
-	assignScript string
-	//go:embed lua/reset.lua
-	resetScript string
-
-	nodeStateLua = newScript(`local IDKEY, REPLIDKEY, LOSTKEY = KEYS[3], KEYS[4], KEYS[5]
-local NONCE = ARGV[1]
-` + identityPrelude + nodeStateScript)
-	claimLua  = newScript(claimScript)
-	rosterLua = newScript(rosterScript)
-	assignLua = newScript(assignScript)
-	resetLua  = newScript(resetScript)
-)
 
 // nodeState is what one node holds of its fencing identity and counters.
 type nodeState struct {
@@ -129,7 +109,7 @@ func (c *Client) readStatesUntil(ctx context.Context, soon func(*tally) (time.Ti
 	keys := []string{k.uuid, k.roster, k.id, k.replid, k.lost, k.counter, k.maxTTL}
 	nonce := newValue()
 	t, err := c.onNodesUntil(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		v, err := nodeStateLua.Run(ctx, node, keys, nonce).Slice()
+		v, err := nodescript.NodeState.Run(ctx, node, keys, nonce).Slice()
 		if err != nil {
 			return NodeFailed, 0, err
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -87,11 +88,11 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 	if c.cfg.fencing {
 		keys = append(keys, highKey(key))
 	}
-	call := newScriptCall(inspectLua, keys)
+	call := nodescript.NewCall(nodescript.Inspect, keys)
 	var mu sync.Mutex
 	answers := make([]NodeLock, len(c.nodes))
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		a, err := parseInspect(call.run(ctx, node))
+		a, err := parseInspect(call.Run(ctx, node))
 		if err != nil {
 			return NodeFailed, 0, err
 		}
@@ -159,7 +160,7 @@ func (info *LockInfo) judge(majority int, elapsed time.Duration, driftOf func(ti
 	}
 }
 
-// parseInspect reads inspectLua's reply.
+// parseInspect reads nodescript.Inspect's reply.
 func parseInspect(cmd *redis.Cmd) (NodeLock, error) {
 	v, err := cmd.Slice()
 	if err != nil {
@@ -180,9 +181,3 @@ func parseInspect(cmd *redis.Cmd) (NodeLock, error) {
 	}
 	return n, nil
 }
-
-var (
-	//go:embed lua/inspect.lua
-	inspectScript string
-	inspectLua    = newScript(inspectScript)
-)

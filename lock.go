@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/nodescript"
 )
 
 // Lock is a lock held on a majority of the nodes. Its methods are safe for
@@ -24,13 +26,13 @@ type Lock struct {
 	idsMu   sync.Mutex
 	ids     []int // per node: the id round 1 admitted it with, beyond the check's (listView.admit)
 
-	keyArgs  []any       // key, marker and the queue's keys, boxed for the scripts
-	valueArg any         // value, boxed
-	acquire  *scriptCall // round 1, the same for every node
+	keyArgs  []any            // key, marker and the queue's keys, boxed for the scripts
+	valueArg any              // value, boxed
+	acquire  *nodescript.Call // round 1, the same for every node
 	// Unlock's release call, built on first use: [sure], see releaseCall.
 	unlockCalls [2]struct {
 		once sync.Once
-		call *scriptCall
+		call *nodescript.Call
 	}
 
 	// per node: closed once the acquisition call on that node has returned;
@@ -91,7 +93,7 @@ func (c *Client) newLock(name string, ls lease) *Lock {
 		l.acqDone[i] = make(chan struct{})
 	}
 	l.marker = markerKey(key, value)
-	l.keyArgs = boxKeys(key, l.marker, nextKey(key), queue, seen)
+	l.keyArgs = nodescript.BoxKeys(key, l.marker, nextKey(key), queue, seen)
 	l.valueArg = value
 	return l
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/protomodel"
 	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
@@ -149,7 +150,7 @@ func newDiffEnv(ctx context.Context, t *testing.T, rdb *redis.Client) *diffEnv {
 	l.value = valueStr(diffValue)
 	l.marker = markerKey(l.key, l.value)
 	_, queue, seen := lockKeys("redlock", "x")
-	l.keyArgs = boxKeys(l.key, l.marker, nextKey(l.key), queue, seen)
+	l.keyArgs = nodescript.BoxKeys(l.key, l.marker, nextKey(l.key), queue, seen)
 	l.valueArg = l.value
 	l.list = &listView{roster: rosterStr(rosterRight)}
 	return &diffEnv{ctx: ctx, t: t, rdb: rdb, c: c, l: l, replid: replid, other: other, counts: map[string]int{}}
@@ -478,7 +479,7 @@ func (d *diffEnv) acquireCases() {
 
 func (d *diffEnv) acquireCase(dc diffCase) {
 	d.encode(dc)
-	vals, err := d.c.fencedAcquireCall(d.l, "", 0).run(d.ctx, d.rdb).Int64Slice()
+	vals, err := d.c.fencedAcquireCall(d.l, "", 0).Run(d.ctx, d.rdb).Int64Slice()
 	got := replyOf(vals, err)
 	want, wantReply := dc.n, ""
 	if outsideModel(dc) {
@@ -515,7 +516,7 @@ func (d *diffEnv) commitCases() {
 
 func (d *diffEnv) commitCase(dc diffCase, tok int32) {
 	d.encode(dc)
-	vals, err := d.l.commitCall(int64(tok)).run(d.ctx, d.rdb).Int64Slice()
+	vals, err := d.l.commitCall(int64(tok)).Run(d.ctx, d.rdb).Int64Slice()
 	got := replyOf(vals, err)
 	want, wantReply := dc.n, ""
 	if outsideModel(dc) {
@@ -544,7 +545,7 @@ func (d *diffEnv) releaseCases() {
 					i++
 					dc := mkCase(id, i%3, i%3, i%3, int32(i%4), 0, int32(i%2)*(2*256+1), lock)
 					d.encode(dc)
-					n, err := d.c.releaseCall(d.l, sure, announce).run(d.ctx, d.rdb).Int64()
+					n, err := d.c.releaseCall(d.l, sure, announce).Run(d.ctx, d.rdb).Int64()
 					want := dc.n
 					r := want.Release(diffNow, diffValue)
 					d.check("release", dc, fmt.Sprintf("value %d, sure %v, announce %v", diffValue, sure, announce),
@@ -572,7 +573,7 @@ func (d *diffEnv) readStateCases() {
 						dc := mkCase(id, uuid, roster, stamp, g, int32(i%2)*3, 0, i%len(diffLocks))
 						d.encode(dc)
 						var got string
-						v, err := nodeStateLua.Run(d.ctx, d.rdb, keys, nonce).Slice()
+						v, err := nodescript.NodeState.Run(d.ctx, d.rdb, keys, nonce).Slice()
 						if err == nil {
 							var s *nodeState
 							if s, err = parseNodeState(v); err == nil {
@@ -637,7 +638,7 @@ func (d *diffEnv) swapCases() {
 							dc := mkCase(id, uuid, i%3, stamp, int32(i%3), 0, 0, i%len(diffLocks))
 							ws := d.wantStamp(dc, w)
 							d.encode(dc)
-							got, err := swapUUIDLua.Run(d.ctx, d.rdb, keys, uuidStr(read), uuidStr(u), d.stampStr(ws)).Text()
+							got, err := nodescript.SwapUUID.Run(d.ctx, d.rdb, keys, uuidStr(read), uuidStr(u), d.stampStr(ws)).Text()
 							args := fmt.Sprintf("read uuid %d, new uuid %d, stamp read %s %+v", read, u, diffWants[w], ws)
 							want := dc.n
 							r := want.SwapUUID(diffNow, read, u, &ws, false)
@@ -675,7 +676,7 @@ func (d *diffEnv) repairCases() {
 							ws := d.wantStamp(dc, w)
 							const u, id = 1, diffOwnID
 							d.encode(dc)
-							res, err := repairLua.Run(d.ctx, d.rdb, keys, uuidStr(u), rosterStr(rosterRight), id, g,
+							res, err := nodescript.Repair.Run(d.ctx, d.rdb, keys, uuidStr(u), rosterStr(rosterRight), id, g,
 								diffRetention, diffTTL*diffUnit, d.stampStr(ws)).Int()
 							got := strconv.Itoa(res)
 							switch {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,7 +21,7 @@ func (c *Client) claimRoster(ctx context.Context, states []*nodeState) ([]*nodeS
 	k := &c.keys
 	uuids := make([]string, len(c.nodes))
 	t, err := c.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		u, err := claimLua.Run(ctx, node, []string{k.uuid, k.roster, k.id}, uuid.NewString()).Text()
+		u, err := nodescript.Claim.Run(ctx, node, []string{k.uuid, k.roster, k.id}, uuid.NewString()).Text()
 		uuids[i] = u
 		return outcomeOf(err)
 	})
@@ -42,7 +43,7 @@ func (c *Client) claimRoster(ctx context.Context, states []*nodeState) ([]*nodeS
 	}
 	roster := strings.Join(slices.Sorted(slices.Values(uuids)), ",")
 	t, err = c.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		return outcomeOf(rosterLua.Run(ctx, node, []string{k.uuid, k.roster}, uuids[i], roster).Err())
+		return outcomeOf(nodescript.Roster.Run(ctx, node, []string{k.uuid, k.roster}, uuids[i], roster).Err())
 	})
 	if err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
 			return NodeGranted, 0, nil
 		}
 		rank := slices.Index(members, states[i].uuid)
-		id, err := assignLua.Run(ctx, node, []string{k.uuid, k.roster, k.id, k.replid, k.lost},
+		id, err := nodescript.Assign.Run(ctx, node, []string{k.uuid, k.roster, k.id, k.replid, k.lost},
 			states[i].uuid, roster, rank).Int()
 		if err == nil && id != rank {
 			err = fmt.Errorf("%w: node %d lost its uuid or roster while being provisioned", ErrAmnesia, i)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,7 +21,7 @@ func (c *Client) leaveQueue(key, waiter string, after []chan struct{}) {
 	default:
 	}
 	_, _ = c.fanOut(context.Background(), "leave", after, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
-		err := leaveLua.Run(ctx, node, keys, waiter).Err()
+		err := nodescript.Leave.Run(ctx, node, keys, waiter).Err()
 		if err != nil {
 			return NodeFailed, 0, err
 		}
@@ -50,7 +51,7 @@ func (c *Client) leaveClosed(keys []string, waiter string, after []chan struct{}
 					return
 				}
 			}
-			_ = leaveLua.Run(ctx, node, keys, waiter).Err()
+			_ = nodescript.Leave.Run(ctx, node, keys, waiter).Err()
 		})
 	}
 	left := make(chan struct{})
@@ -81,62 +82,6 @@ func (c *Client) staleWaiter() int64 {
 func (c *Client) promiseFor() int64 { return c.promiseLife().Milliseconds() + 1 }
 
 func (c *Client) promiseLife() time.Duration { return 2 * c.cfg.nodeTimeout }
-
-// queueLua is the waiting line as the acquisition scripts see it (the
-// release script keeps its own side): the fair handoff of a contended lock
-// (docs/design.md).
-//
-// Every attempt of a waiter in Lock (WAITER, stable across its attempts)
-// that a node refuses puts it in that node's queue, and renews until when
-// it counts as live there (SEEN: now plus its own client's STALE). (An
-// attempt granted does not: most locks are free when asked for, and
-// queueing every attempt was a fifth of an uncontended Lock's node time.) Its
-// place is the node's own time at the attempt minus how long the waiter says
-// it has waited already (WAITED, measured on the client's monotonic clock;
-// 0 on its first attempt), the lowest over its attempts: a copy of an
-// attempt that sat in a paused node's socket, or a node clock stepped back,
-// moves it back where it belongs at its next prompt attempt. No wall clock of a
-// client is involved, so a client whose clock is off cannot jump the queue
-// (one a minute behind took the lock turn after turn while others timed
-// out); and a node that first sees a waiter late (it was hung, or lost its
-// queue) puts it about where it started waiting. Each node orders by
-// its own clock, so two waiters that arrive within a few milliseconds of
-// each other may stand in different orders on different nodes: docs/design.md
-// says why that is acceptable, and how the waiters then give back the
-// promises that split (yieldPromise). Unlock takes the holder out,
-// then promises the lock to the first waiter that still counts as live: it
-// sets NEXT to that waiter for a short while and publishes its id. While
-// NEXT names someone else, the node refuses every acquisition. Promises
-// only ever refuse more, so they cannot break mutual exclusion; they
-// expire, so they cannot block for long.
-//
-// The script defining them must set NEXT, QUEUE and SEEN (keys) and WAITER
-// (empty for no waiter) first, and pass STALE (ms) and WAITED (µs) as ARGV[4]
-// and ARGV[5].
-//
-//go:embed lua/queue.lua
-var queueLua string
-
-// leaveScript takes a waiter that gave up out of the queue. If the lock was
-// promised to it, the promise is withdrawn and the others are told.
-//
-//	KEYS[1] lock key, KEYS[2..4] promise NEXT, QUEUE, SEEN
-//	ARGV[1] waiter id
-var (
-	//go:embed lua/leave.lua
-	leaveScript string
-	leaveLua    = newScript(leaveScript)
-)
-
-// yieldScript gives back a promise that its waiter could not use.
-//
-//	KEYS[1] lock key, KEYS[2] promise NEXT
-//	ARGV[1] waiter id
-var (
-	//go:embed lua/yield.lua
-	yieldScript string
-	yieldLua    = newScript(yieldScript)
-)
 
 // lostToPromises reports a waiter's attempt that some nodes granted and
 // that so many nodes refused because the free lock was promised to other
@@ -170,7 +115,7 @@ func (l *Lock) lostToPromises(t *tally) bool {
 func (c *Client) yieldPromise(key, waiter string) {
 	keys := []string{key, nextKey(key)}
 	_, _ = c.fanOut(context.Background(), "yield", nil, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
-		if err := yieldLua.Run(ctx, node, keys, waiter).Err(); err != nil {
+		if err := nodescript.Yield.Run(ctx, node, keys, waiter).Err(); err != nil {
 			return NodeFailed, 0, err
 		}
 		return NodeGranted, 0, nil

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -48,7 +49,7 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 
 	c := l.c
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		return l.unlockCall(definite(l.acqOutcome[i])).outcome(ctx, node)
+		return answer(ctx, l.unlockCall(definite(l.acqOutcome[i])), node)
 	}
 	inFlight := c.settling.start(l.name, len(c.nodes))
 	then := func(r reply) {
@@ -93,7 +94,7 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 // run, after the first try.
 func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tried chan struct{}, ended func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
-	outcome, _, err := c.releaseCall(l, sure, false).outcome(ctx, node)
+	outcome, _, err := answer(ctx, c.releaseCall(l, sure, false), node)
 	cancel()
 	close(tried)
 	if outcome != NodeFailed || isServerReply(err) {
@@ -117,7 +118,7 @@ func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tri
 // in flight, and the script leaves a marker that keeps it from landing.
 //
 // announce publishes the release to waiters: Unlock does, a rollback not.
-func (c *Client) releaseCall(l *Lock, sure, announce bool) *scriptCall {
+func (c *Client) releaseCall(l *Lock, sure, announce bool) *nodescript.Call {
 	var markerTTL any = 0
 	if !sure {
 		markerTTL = c.args.markerTTL
@@ -130,11 +131,11 @@ func (c *Client) releaseCall(l *Lock, sure, announce bool) *scriptCall {
 	if announce {
 		flag = 1
 	}
-	return newScriptCall(releaseLua, l.keyArgs, l.valueArg, markerTTL, flag, l.waiter, c.args.promiseFor)
+	return nodescript.NewCall(nodescript.Release, l.keyArgs, l.valueArg, markerTTL, flag, l.waiter, c.args.promiseFor)
 }
 
 // unlockCall is Unlock's release call, built once for all nodes.
-func (l *Lock) unlockCall(sure bool) *scriptCall {
+func (l *Lock) unlockCall(sure bool) *nodescript.Call {
 	i := 0
 	if sure {
 		i = 1
@@ -176,7 +177,7 @@ func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool, en
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.nodeTimeout)
-		outcome, _, err := c.releaseCall(l, sure, false).outcome(ctx, node)
+		outcome, _, err := answer(ctx, c.releaseCall(l, sure, false), node)
 		cancel()
 		if ended != nil {
 			ended()
@@ -188,36 +189,3 @@ func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool, en
 		pause = min(2*pause, ttl/4)
 	}
 }
-
-// releaseScript deletes the lock if it still holds this value.
-//
-//	KEYS[1] lock key, KEYS[2] release marker of this value,
-//	KEYS[3..5] the queue: promise NEXT, QUEUE, SEEN
-//	ARGV[1] value,    ARGV[2] marker TTL in ms, or 0 for no marker
-//	ARGV[3] 1 to announce the release, 0 not to
-//	ARGV[4] the holder's waiter id (empty: none)
-//	ARGV[5] how long the promise to the next waiter lasts, in ms
-//
-// Returns 1 if it deleted the lock, 0 if the key held something else. When
-// the value is absent and ARGV[2] is not 0, it leaves the release marker, so
-// a SET of this value still in flight cannot land afterwards.
-//
-// An announced release (Unlock) takes the holder out of the queue and,
-// where the lock is now free, promises it to the first waiter that still
-// counts as live (SEEN: until when, as the waiter's own client set it when it
-// last joined), dropping those past it. It publishes that waiter's
-// id on "<lock key>:promised:<client id>", the channel of the waiter's
-// client only (a waiter id is "<client id>/<n>"); if nobody waits, it
-// publishes "" on "<lock key>:released", which every waiting client
-// hears. Nodes where the lock was already gone promise it too, so that
-// every node promises it to its first waiter (the same one on every node
-// unless two waiters arrived there within moments of each other). Where nobody is queued and
-// nothing is promised, it publishes nothing: every waiter refused by this
-// node is in its queue. Notifications are a hint (waiters fall back to
-// their retry delay), so a PUBLISH that fails, say because an ACL denies
-// the channel, does not fail the release.
-var (
-	//go:embed lua/release.lua
-	releaseScript string
-	releaseLua    = newScript(releaseScript)
-)

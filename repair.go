@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/nodescript"
 )
 
 // Repair brings back a node whose fencing state is not intact, in O(1): it
@@ -15,16 +17,6 @@ import (
 
 // errStampChanged ends a repair whose node changed since it was read.
 var errStampChanged = fmt.Errorf("%w: repair superseded", ErrAmnesia)
-
-var (
-	//go:embed lua/swap_uuid.lua
-	swapUUIDScript string
-	//go:embed lua/repair.lua
-	repairScript string
-
-	swapUUIDLua = newScript(swapUUIDScript)
-	repairLua   = newScript(repairScript)
-)
 
 // RepairTooSoonError is returned by Repair while the node has not been out
 // for the longest TTL in use: it may have lost lock keys that other clients
@@ -159,7 +151,7 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 		return err
 	}
 	k := &c.keys
-	ok, err := repairLua.Run(ctx, c.nodes[i],
+	ok, err := nodescript.Repair.Run(ctx, c.nodes[i],
 		[]string{k.uuid, k.roster, k.id, k.replid, k.lost, k.counter, k.floor, k.maxTTL},
 		u, roster, slices.Index(members, u), top+1, c.args.retention, longest.Milliseconds(), target.stamp).Int()
 	switch {
@@ -259,7 +251,7 @@ func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, membe
 	k := &c.keys
 	node := c.nodes[i]
 	keys := []string{k.uuid, k.id, k.lost}
-	got, err := swapUUIDLua.Run(ctx, node, keys, own, u, states[i].stamp).Text()
+	got, err := nodescript.SwapUUID.Run(ctx, node, keys, own, u, states[i].stamp).Text()
 	if err != nil {
 		return "", fmt.Errorf("redlock: repair node %d: %w", i, err)
 	}
@@ -275,7 +267,7 @@ func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, membe
 	if err != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.nodeTimeout)
 		defer cancel()
-		_ = swapUUIDLua.Run(ctx, node, keys, u, "", states[i].stamp).Err()
+		_ = nodescript.SwapUUID.Run(ctx, node, keys, u, "", states[i].stamp).Err()
 		return "", err
 	}
 	return u, nil
