@@ -167,4 +167,3 @@ var (
 	yieldSource string
 	Yield       = luascript.New(yieldSource)
 )
-
