@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -65,7 +66,7 @@ func (c *Client) beforeTry(ctx context.Context, name string) error {
 // the check of the node list (nodelist.go), which the first attempt waits
 // for.
 func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.Duration, ls lease) (_ *Lock, err error) {
-	if err := c.settling.wait(ctx, name, c.epoch); err != nil {
+	if err := c.settling.wait(ctx, name, c.rounds.Epoch()); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 	}
 	list, err := c.attemptList(ctx, name)
@@ -100,7 +101,7 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 		return nil, ctxErr // closed
 	}
 	var kind, cause error
-	if ctxErr == nil && t.won() {
+	if ctxErr == nil && t.Won() {
 		if commit, kind, cause = l.grant(ctx, start, t); kind == nil && cause == nil {
 			return l, nil
 		}
@@ -112,7 +113,7 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 // once the outcome is decided, with ctx's error if ctx ended first. On a
 // closed client it sends nothing and returns a nil tally and ErrClosed.
 // waited is how long l's waiter has waited so far.
-func (l *Lock) roundOne(ctx context.Context, waited time.Duration) (*tally, error) {
+func (l *Lock) roundOne(ctx context.Context, waited time.Duration) (*round.Tally, error) {
 	c := l.c
 	waitedUs := waited.Microseconds()
 	op := l.acquireOp
@@ -126,8 +127,8 @@ func (l *Lock) roundOne(ctx context.Context, waited time.Duration) (*tally, erro
 	} else {
 		l.acquire = nodescript.NewCall(nodescript.Acquire, l.keyArgs, l.valueArg, l.lease.arg, l.waiter, c.args.staleWaiter, waitedUs)
 	}
-	return c.runRound(ctx, roundSpec{name: "lock", op: op, then: l.afterAcquire},
-		(*tally).decided, c.giveUpOnContention)
+	return c.rounds.Run(ctx, round.Spec{Name: "lock", Op: op, Then: l.afterAcquire},
+		(*round.Tally).Decided, c.rounds.GiveUpOnContention)
 }
 
 // fail abandons a lost attempt and says why it was lost: ctxErr if ctx
@@ -135,20 +136,20 @@ func (l *Lock) roundOne(ctx context.Context, waited time.Duration) (*tally, erro
 // was lost, else the grant's kind and cause. commit is round 2's outcome,
 // if there was one; the error reports it in place of round 1's unless the
 // grant failed for want of validity.
-func (l *Lock) fail(t *tally, ctxErr error, commit []NodeResult, kind, cause error) *QuorumError {
-	qe := &QuorumError{Op: "lock", Name: l.name, Cause: ctxErr, Nodes: t.snapshot(), after: l.acqDone,
+func (l *Lock) fail(t *round.Tally, ctxErr error, commit []NodeResult, kind, cause error) *QuorumError {
+	qe := &QuorumError{Op: "lock", Name: l.name, Cause: ctxErr, Nodes: t.Snapshot(), after: l.acqDone,
 		own: l.ownInFlight || l.c.settling.pending(l.name)}
 	switch {
 	case ctxErr != nil:
 		// Cut short by ctx: still say why the round was not won, except
 		// by refusals that may be this client's own (QuorumError.ended).
-		if !t.won() {
+		if !t.Won() {
 			qe.Kind = classifyAcquire(t)
 			if qe.own && qe.Kind == ErrLocked {
 				qe.Kind = nil
 			}
 		}
-	case !t.won():
+	case !t.Won():
 		qe.Kind = classifyAcquire(t)
 		qe.lostToPromises = qe.Kind == ErrLocked && l.lostToPromises(t)
 	default:
@@ -164,7 +165,7 @@ func (l *Lock) fail(t *tally, ctxErr error, commit []NodeResult, kind, cause err
 // grant turns a won round 1 into a held lock: it commits the fencing token
 // (round 2) and checks the validity. On failure it returns why, and the
 // attempt is abandoned. commit is the outcome of round 2, if there was one.
-func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []NodeResult, kind, cause error) {
+func (l *Lock) grant(ctx context.Context, start time.Time, t *round.Tally) (commit []NodeResult, kind, cause error) {
 	c := l.c
 	// The keys were set after start, so they last until start + TTL, less
 	// the drift. (Counting from the end of the attempt would subtract its
@@ -172,7 +173,7 @@ func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []N
 	until := start.Add(c.cfg.validity(l.lease.ttl))
 	var token int64
 	if c.cfg.fencing {
-		token = t.best
+		token = t.Best
 		commit, kind, cause = l.commit(ctx, token)
 		if kind != nil || cause != nil {
 			return commit, kind, cause
@@ -182,7 +183,7 @@ func (l *Lock) grant(ctx context.Context, start time.Time, t *tally) (commit []N
 		return commit, ErrNoValidity, nil
 	}
 	l.token = uint64(token)
-	l.acquired(t.snapshot(), until)
+	l.acquired(t.Snapshot(), until)
 	return commit, nil, nil
 }
 
@@ -215,20 +216,20 @@ const refusedPromised = 2
 // afterAcquire runs on the node's goroutine once its acquisition call has
 // returned. If the attempt as a whole failed, it rolls the node back, after
 // the call and never before it.
-func (l *Lock) afterAcquire(r reply) {
-	l.acqOutcome[r.node] = r.outcome
-	l.acqSent[r.node] = r.sent
-	close(l.acqDone[r.node])
+func (l *Lock) afterAcquire(r round.Reply) {
+	l.acqOutcome[r.Node] = r.Outcome
+	l.acqSent[r.Node] = r.Sent
+	close(l.acqDone[r.Node])
 	<-l.verdict
 	if l.success {
 		return // held
 	}
-	ended := func() { l.c.settling.callEnded(l.name, l.rollbacks, r.node) }
-	if !l.acqSent[r.node] {
+	ended := func() { l.c.settling.callEnded(l.name, l.rollbacks, r.Node) }
+	if !l.acqSent[r.Node] {
 		ended()
 		return // nothing was sent there
 	}
-	l.c.releaseNode(l.c.nodes[r.node], l, definite(r.outcome), l.rollbackTried[r.node], ended)
+	l.c.releaseNode(l.c.nodes[r.Node], l, definite(r.Outcome), l.rollbackTried[r.Node], ended)
 }
 
 // definite reports whether a call's outcome proves that the node processed
@@ -248,8 +249,8 @@ func (l *Lock) acquired(results []NodeResult, until time.Time) {
 // returns. It waits, for at most one node timeout, for the first rollback
 // try on the nodes that granted, so a caller that retries does not trip over
 // its own value; everything else is rolled back in the background.
-func (l *Lock) abandon(t *tally) {
-	l.results = t.snapshot()
+func (l *Lock) abandon(t *round.Tally) {
+	l.results = t.Snapshot()
 	l.closeDone()
 	l.rollbackTried = make([]chan struct{}, len(l.c.nodes))
 	for i := range l.rollbackTried {
@@ -258,12 +259,12 @@ func (l *Lock) abandon(t *tally) {
 	// This client's next attempt on the name waits for the rollbacks, as
 	// for an Unlock's releases (settle.go), for a node timeout at most.
 	l.rollbacks = l.c.settling.start(l.name, len(l.c.nodes))
-	l.rollbacks.until.Store(int64(time.Since(l.c.epoch) + l.c.cfg.nodeTimeout))
+	l.rollbacks.until.Store(int64(time.Since(l.c.rounds.Epoch()) + l.c.cfg.nodeTimeout))
 	close(l.verdict)
 	wait := time.NewTimer(l.c.cfg.nodeTimeout)
 	defer wait.Stop()
 	for i, r := range l.results {
-		if !t.heard[i] || r.Outcome != NodeGranted {
+		if !t.Heard[i] || r.Outcome != NodeGranted {
 			continue
 		}
 		select {

@@ -10,8 +10,8 @@ import "time"
 // point: a pause shows up where the protocol would see it.
 //
 // The network's times are not the lock's, and read the system clock
-// directly: a round's node timeout and give-up times (quorum.go), a node's
-// silence (health.go), background release retries (release.go) and the
+// directly: a round's node timeout and give-up times (internal/round), a node's
+// silence (internal/round), background release retries (release.go) and the
 // warning rate limit. A jump of the test clock leaves them alone, as a pause
 // of the process would leave the nodes' answers already on their way.
 //

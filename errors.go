@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/round"
 )
 
 // Errors that describe why an operation on the quorum failed. A failed
@@ -102,7 +104,7 @@ var (
 	// within the node timeout. A node that did not answer because it
 	// cannot be reached (its last dial failed, say with "connection
 	// refused") is NodeFailed with the dial error instead.
-	ErrNodeTimeout = errors.New("redlock: node did not answer within the node timeout")
+	ErrNodeTimeout = round.ErrNodeTimeout
 
 	// ErrNodeHung is the Err of a NodeResult whose call was not sent at all
 	// (its Outcome is NodeTimedOut): the node has left earlier calls
@@ -111,11 +113,11 @@ var (
 	// ErrNodeTimeout too. The node gets calls again
 	// as soon as it answers one. A node skipped so whose last dial failed
 	// (a refused connection) is NodeFailed with that dial error instead.
-	ErrNodeHung = fmt.Errorf("%w: not sent, the node has left earlier calls unanswered past the node timeout", ErrNodeTimeout)
+	ErrNodeHung = round.ErrNodeHung
 
 	// ErrBadNode is the Err of a NodeResult whose go-redis client panicked
 	// (a zero redis.Client{}, say): a configuration error.
-	ErrBadNode = errors.New("redlock: unusable node client")
+	ErrBadNode = round.ErrBadNode
 
 	// ErrEmptyName: the lock name is empty.
 	ErrEmptyName = errors.New("redlock: empty lock name")
@@ -129,7 +131,7 @@ var (
 	ErrBadName = errors.New("redlock: lock name begins with '}'")
 
 	// ErrClosed: the Client was closed.
-	ErrClosed = errors.New("redlock: client closed")
+	ErrClosed = round.ErrClosed
 )
 
 // Errors returned by New for invalid configuration, each wrapped with the
@@ -246,12 +248,12 @@ func (e *QuorumError) Unwrap() []error {
 // memory > 'maxmemory'. (nodes 3,4)". An operator reads the cause there
 // rather than guessing it from the counts.
 func summarize(nodes []NodeResult) string {
-	var counts [numOutcomes]int
+	var counts [round.NumOutcomes]int
 	for _, n := range nodes {
 		counts[n.Outcome]++
 	}
-	parts := make([]string, 0, numOutcomes)
-	for o := Outcome(0); o < numOutcomes; o++ {
+	parts := make([]string, 0, round.NumOutcomes)
+	for o := Outcome(0); o < round.NumOutcomes; o++ {
 		if counts[o] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -92,24 +93,24 @@ func (l *Lock) extend(ctx context.Context, start time.Time, ls lease) (until tim
 	op := l.extendOp(ls)
 	// Until a majority extends the lock, or so many refuse that it is gone
 	// (ErrExpired) rather than unheard of (ErrUnavailable).
-	t, err := c.runRound(ctx, roundSpec{name: "extend", op: op}, (*tally).wonOrRefused, nil)
+	t, err := c.rounds.Run(ctx, round.Spec{Name: "extend", Op: op}, (*round.Tally).WonOrRefused, nil)
 	if t == nil {
 		return time.Time{}, nil, err
 	}
-	if qe.Cause = err; qe.Cause == nil && t.won() {
+	if qe.Cause = err; qe.Cause == nil && t.Won() {
 		until = start.Add(c.cfg.validity(ls.ttl)) // as in grant
 		if until.After(c.cfg.clock.Now()) && l.moveDeadline(until, ls.ttl) {
 			if c.cfg.observer != nil {
-				nodes = t.snapshot()
+				nodes = t.Snapshot()
 			}
 			return until, nodes, nil
 		}
 		qe.Kind = ErrExpired
 	}
 	// A round already lost when ctx ended still says why it was lost.
-	if qe.Kind == nil && (qe.Cause == nil || t.lost()) {
+	if qe.Kind == nil && (qe.Cause == nil || t.Lost()) {
 		qe.Kind = ErrUnavailable
-		if t.refusedByMajority() {
+		if t.RefusedByMajority() {
 			qe.Kind = ErrExpired
 		}
 	}
@@ -121,7 +122,7 @@ func (l *Lock) extend(ctx context.Context, start time.Time, ls lease) (until tim
 		// expiry's, or another holder's, and they are reported as such.
 		qe.Kind = ErrReleased
 	}
-	qe.Nodes = t.snapshot()
+	qe.Nodes = t.Snapshot()
 	return time.Time{}, qe.Nodes, qe
 }
 
@@ -174,7 +175,7 @@ func (l *Lock) pullDeadline(until time.Time, ttl time.Duration) {
 // extendOp is Extend's call on one node, applying ls's TTL. A fenced lock's counts each
 // member once, by the id the node answers with (nodelist.go): an address
 // swapped while the lock is held must not count one server twice.
-func (l *Lock) extendOp(ls lease) nodeOp {
+func (l *Lock) extendOp(ls lease) round.NodeOp {
 	c := l.c
 	if !c.cfg.fencing {
 		call := nodescript.NewCall(nodescript.Extend, l.keyArgs[:1], l.valueArg, ls.arg)

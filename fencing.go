@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -147,29 +148,29 @@ func (l *Lock) commitCall(token int64) *nodescript.Call {
 
 // commitRound sends round 2 (op on every node) and tells its outcome: any
 // node that refuses aborts the acquisition (a newer token was committed).
-func (l *Lock) commitRound(ctx context.Context, token int64, op nodeOp) (nodes []NodeResult, kind, cause error) {
+func (l *Lock) commitRound(ctx context.Context, token int64, op round.NodeOp) (nodes []NodeResult, kind, cause error) {
 	c := l.c
 	if tr := c.cfg.trace; tr != nil && tr.RoundTwo != nil {
 		tr.RoundTwo(l.name, uint64(token))
 	}
-	aborted := func(t *tally) bool { return t.counts[NodeRefused] > 0 }
-	t, ctxErr := c.runRound(ctx, roundSpec{name: "commit", op: op},
-		func(t *tally) bool { return t.decided() || aborted(t) }, nil)
+	aborted := func(t *round.Tally) bool { return t.Counts[NodeRefused] > 0 }
+	t, ctxErr := c.rounds.Run(ctx, round.Spec{Name: "commit", Op: op},
+		func(t *round.Tally) bool { return t.Decided() || aborted(t) }, nil)
 	if t == nil {
 		return nil, nil, ctxErr
 	}
 	switch {
 	case ctxErr != nil:
-		return t.snapshot(), nil, ctxErr
+		return t.Snapshot(), nil, ctxErr
 	case aborted(t):
-		return t.snapshot(), ErrSuperseded, nil
-	case !t.won():
+		return t.Snapshot(), ErrSuperseded, nil
+	case !t.Won():
 		if kind := blockingKind(t); kind != nil {
-			return t.snapshot(), kind, nil
+			return t.Snapshot(), kind, nil
 		}
-		return t.snapshot(), ErrUnavailable, nil
+		return t.Snapshot(), ErrUnavailable, nil
 	}
-	return t.snapshot(), nil, nil
+	return t.Snapshot(), nil, nil
 }
 
 // noteAmnesia warns, once per episode, that node i lost its fencing state,

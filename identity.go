@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -83,14 +84,14 @@ func stampTime(stamp, replid string) (int64, bool) {
 
 // onNodes runs op on every node, each call bounded by the node timeout, and
 // returns the tally once every node answered or timed out.
-func (c *Client) onNodes(ctx context.Context, op nodeOp) (*tally, error) {
+func (c *Client) onNodes(ctx context.Context, op round.NodeOp) (*round.Tally, error) {
 	return c.onNodesUntil(ctx, op, nil)
 }
 
 // onNodesUntil is onNodes that stops waiting for the silent nodes at the
-// time soon gives, if it gives one (see collect).
-func (c *Client) onNodesUntil(ctx context.Context, op nodeOp, soon func(*tally) (time.Time, bool)) (*tally, error) {
-	t, err := c.runRound(ctx, roundSpec{name: "admin", op: op}, nil, soon)
+// time soon gives, if it gives one (see round.Engine.Run).
+func (c *Client) onNodesUntil(ctx context.Context, op round.NodeOp, soon func(*round.Tally) (time.Time, bool)) (*round.Tally, error) {
+	t, err := c.rounds.Run(ctx, round.Spec{Name: "admin", Op: op}, nil, soon)
 	if err != nil {
 		return nil, err
 	}
@@ -98,12 +99,12 @@ func (c *Client) onNodesUntil(ctx context.Context, op nodeOp, soon func(*tally) 
 }
 
 // readStates reads every node's state; a node that did not answer is nil.
-func (c *Client) readStates(ctx context.Context) ([]*nodeState, *tally, error) {
+func (c *Client) readStates(ctx context.Context) ([]*nodeState, *round.Tally, error) {
 	return c.readStatesUntil(ctx, nil)
 }
 
 // readStatesUntil is readStates that stops waiting as onNodesUntil does.
-func (c *Client) readStatesUntil(ctx context.Context, soon func(*tally) (time.Time, bool)) ([]*nodeState, *tally, error) {
+func (c *Client) readStatesUntil(ctx context.Context, soon func(*round.Tally) (time.Time, bool)) ([]*nodeState, *round.Tally, error) {
 	out := make([]*nodeState, len(c.nodes))
 	k := &c.keys
 	keys := []string{k.uuid, k.roster, k.id, k.replid, k.lost, k.counter, k.maxTTL}
@@ -125,7 +126,7 @@ func (c *Client) readStatesUntil(ctx context.Context, soon func(*tally) (time.Ti
 	}
 	// A call that timed out may still write its slot: keep only answers.
 	states := make([]*nodeState, len(c.nodes))
-	for i, r := range t.results {
+	for i, r := range t.Results {
 		if r.Outcome == NodeGranted {
 			states[i] = out[i]
 		}
@@ -139,8 +140,8 @@ func (c *Client) readAllStates(ctx context.Context, op string) ([]*nodeState, er
 	if err != nil {
 		return nil, err
 	}
-	if t.granted() < len(c.nodes) {
-		return nil, &QuorumError{Op: op, Kind: ErrUnavailable, Nodes: t.snapshot()}
+	if t.Granted() < len(c.nodes) {
+		return nil, &QuorumError{Op: op, Kind: ErrUnavailable, Nodes: t.Snapshot()}
 	}
 	return states, distinctServers(states)
 }
@@ -195,8 +196,8 @@ func (c *Client) NodeIDs(ctx context.Context) ([]int, error) {
 			ids[i] = s.id
 		}
 	}
-	if t.granted() < len(c.nodes) {
-		return ids, &QuorumError{Op: "read node ids", Kind: ErrUnavailable, Nodes: t.snapshot()}
+	if t.Granted() < len(c.nodes) {
+		return ids, &QuorumError{Op: "read node ids", Kind: ErrUnavailable, Nodes: t.Snapshot()}
 	}
 	return ids, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -102,7 +103,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 		return NodeGranted, 0, nil
 	}
 	start := c.cfg.clock.Now()
-	t, err := c.runRound(ctx, roundSpec{name: "inspect", op: op}, nil, nil)
+	t, err := c.rounds.Run(ctx, round.Spec{Name: "inspect", Op: op}, nil, nil)
 	if t == nil {
 		return info, err
 	}
@@ -110,7 +111,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	info.Nodes = make([]NodeLock, len(c.nodes))
-	for i, r := range t.results {
+	for i, r := range t.Results {
 		n := NodeLock{Node: i, Err: r.Err, Latency: r.Latency}
 		switch {
 		case r.Outcome == NodeGranted:
@@ -121,14 +122,14 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 		}
 		info.Nodes[i] = n
 	}
-	if err != nil || !t.won() {
-		qe := &QuorumError{Op: "inspect", Name: name, Kind: ErrUnavailable, Cause: err, Nodes: t.snapshot()}
+	if err != nil || !t.Won() {
+		qe := &QuorumError{Op: "inspect", Name: name, Kind: ErrUnavailable, Cause: err, Nodes: t.Snapshot()}
 		if kind := blockingKind(t); kind != nil {
 			qe.Kind = kind
 		}
 		return info, qe
 	}
-	info.judge(t.majority, elapsed, c.cfg.driftOf)
+	info.judge(t.Majority, elapsed, c.cfg.driftOf)
 	return info, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -49,7 +50,7 @@ func (n Naive) TryLock(ctx context.Context, name string, _ ...LockOption) (*Lock
 	}
 	var commit []NodeResult
 	var kind, cause error
-	if ctxErr == nil && t.won() {
+	if ctxErr == nil && t.Won() {
 		if commit, kind, cause = l.naiveGrant(ctx, n.Variant, start, t); kind == nil && cause == nil {
 			return l, nil
 		}
@@ -75,14 +76,14 @@ func (n Naive) Lock(ctx context.Context, name string) (*Lock, error) {
 }
 
 // naiveGrant is grant by the scheme v.
-func (l *Lock) naiveGrant(ctx context.Context, v NaiveVariant, start time.Time, t *tally) (commit []NodeResult, kind, cause error) {
+func (l *Lock) naiveGrant(ctx context.Context, v NaiveVariant, start time.Time, t *round.Tally) (commit []NodeResult, kind, cause error) {
 	c := l.c
 	if !c.cfg.fencing {
 		return l.grant(ctx, start, t)
 	}
 	until := start.Add(c.cfg.ttl - c.cfg.drift())
 	validity := func() time.Duration { return until.Sub(c.cfg.clock.Now()) }
-	token := t.best
+	token := t.Best
 	if v == NaiveEarlyValidity && validity() <= 0 {
 		return nil, ErrNoValidity, nil
 	}
@@ -96,13 +97,13 @@ func (l *Lock) naiveGrant(ctx context.Context, v NaiveVariant, start time.Time, 
 		return commit, ErrNoValidity, nil
 	}
 	l.token = uint64(token)
-	l.acquired(t.snapshot(), until)
+	l.acquired(t.Snapshot(), until)
 	return commit, nil, nil
 }
 
 // commitWithoutAbort is round 2 on one node with no abort rule: a newer
 // token committed there does not stop the acquisition.
-func (l *Lock) commitWithoutAbort(token int64) nodeOp {
+func (l *Lock) commitWithoutAbort(token int64) round.NodeOp {
 	call := l.commitCall(token)
 	return func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
 		h, o, err := l.commitOn(ctx, call, i, node)

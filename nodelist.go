@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -167,9 +168,9 @@ func (c *Client) noVerdict(name string, err error) error {
 	if err == ErrClosed {
 		return &QuorumError{Op: "lock", Name: name, Cause: err}
 	}
-	t := newTally(len(c.nodes))
-	t.cutShort(err, c.unreachable)
-	return &QuorumError{Op: "lock", Name: name, Kind: ErrUnavailable, Cause: err, Nodes: t.results}
+	t := round.NewTally(len(c.nodes))
+	t.CutShort(err, c.rounds.Unreachable)
+	return &QuorumError{Op: "lock", Name: name, Kind: ErrUnavailable, Cause: err, Nodes: t.Results}
 }
 
 // refreshList runs a check of the node list that begins after it is
@@ -208,21 +209,14 @@ func (c *Client) checkList(now bool) <-chan struct{} {
 	if !now && (time.Since(c.list.last) < recheckEvery || time.Since(c.list.ended) < recheckEvery) {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	done := make(chan struct{})
-	if c.closed {
-		close(done)
-		return done
-	}
 	first := c.list.view.Load() == nil
-	c.list.running, c.list.last = done, time.Now()
-	c.bg.Go(func() {
-		ctx, cancel := context.WithTimeout(c.life, c.cfg.patience()+c.cfg.nodeTimeout)
+	started := c.rounds.Go(func() {
+		ctx, cancel := context.WithTimeout(c.rounds.Life(), c.cfg.patience()+c.cfg.nodeTimeout)
 		defer cancel()
 		if v := c.readList(ctx, first); v != nil {
 			c.list.view.Store(v)
-		} else if c.list.view.Load() == nil && c.life.Err() == nil {
+		} else if c.list.view.Load() == nil && c.rounds.Life().Err() == nil {
 			c.list.view.Store(judgeList(make([]*nodeState, len(c.nodes)), len(c.nodes))) // nobody answered
 		}
 		c.list.mu.Lock()
@@ -230,6 +224,12 @@ func (c *Client) checkList(now bool) <-chan struct{} {
 		c.list.mu.Unlock()
 		close(done)
 	})
+	if !started {
+		close(done)
+		return done
+	}
+	// The check cannot end before these are set: it takes c.list.mu.
+	c.list.running, c.list.last = done, time.Now()
 	return done
 }
 
@@ -248,11 +248,11 @@ func (c *Client) readList(ctx context.Context, first bool) *listView {
 	// farther than the others is seen (a grace would miss it at every
 	// check, and its replies would start one after another).
 	end := time.Now().Add(c.cfg.nodeTimeout)
-	soon := func(t *tally) (time.Time, bool) {
-		if first && t.answered >= t.majority {
-			return t.lastReply.Add(c.grace(t)), true
+	soon := func(t *round.Tally) (time.Time, bool) {
+		if first && t.Answered >= t.Majority {
+			return t.LastReply.Add(c.rounds.Grace(t)), true
 		}
-		return end, t.answered > 0
+		return end, t.Answered > 0
 	}
 	if c.cfg.fencing {
 		states, t, err := c.readStatesUntil(ctx, soon)
@@ -261,7 +261,7 @@ func (c *Client) readList(ctx context.Context, first bool) *listView {
 		}
 		c.remember(states)
 		v := judgeList(states, len(c.nodes))
-		v.nodes, v.kind = t.snapshot(), blockingKind(t)
+		v.nodes, v.kind = t.Snapshot(), blockingKind(t)
 		return v
 	}
 	states := make([]*nodeState, len(c.nodes))
@@ -274,13 +274,13 @@ func (c *Client) readList(ctx context.Context, first bool) *listView {
 	if err != nil {
 		return nil
 	}
-	for i, r := range t.results {
+	for i, r := range t.Results {
 		if r.Outcome == NodeGranted {
 			states[i] = &nodeState{runID: out[i], id: -1}
 		}
 	}
 	v := judgeList(states, len(c.nodes))
-	v.nodes, v.kind = t.snapshot(), blockingKind(t)
+	v.nodes, v.kind = t.Snapshot(), blockingKind(t)
 	return v
 }
 

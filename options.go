@@ -194,7 +194,7 @@ func (c *config) minRetentionFor(ttl time.Duration) time.Duration {
 }
 
 // patience is the longest a round waits for its nodes while fewer than a
-// majority has answered (collect), and how long its calls may run: the TTL
+// majority has answered (round.Engine.Run), and how long its calls may run: the TTL
 // less the drift allowance (an acquisition that took longer could not hold
 // a valid lock), but at most maxPatience, or ten node timeouts if that is
 // more.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/quorumlock/redlock/internal/round"
 )
 
 // Provision gives every node of a new deployment its fencing identity, and
@@ -75,12 +77,12 @@ func (c *Client) ProvisionWithReport(ctx context.Context) (*ProvisionReport, err
 	}
 	hasID := func(s *nodeState) bool { return s != nil && s.id >= 0 }
 	switch {
-	case t.granted() < len(c.nodes) && !slices.ContainsFunc(states, hasID):
-		return nil, &QuorumError{Op: "provision", Kind: ErrUnavailable, Cause: errNewNeedsAll, Nodes: t.snapshot()}
-	case t.granted() < len(c.nodes) && !rosterMajority(states, len(c.nodes)):
+	case t.Granted() < len(c.nodes) && !slices.ContainsFunc(states, hasID):
+		return nil, &QuorumError{Op: "provision", Kind: ErrUnavailable, Cause: errNewNeedsAll, Nodes: t.Snapshot()}
+	case t.Granted() < len(c.nodes) && !rosterMajority(states, len(c.nodes)):
 		// The silent nodes may hold what would make a majority: no
 		// verdict on the deployment without them.
-		return nil, &QuorumError{Op: "provision", Kind: ErrUnavailable, Cause: errProvisionedNeedsMajority, Nodes: t.snapshot()}
+		return nil, &QuorumError{Op: "provision", Kind: ErrUnavailable, Cause: errProvisionedNeedsMajority, Nodes: t.Snapshot()}
 	case !slices.ContainsFunc(states, hasID):
 		// Until some node has an id, no token exists, and provisioning
 		// can be carried on from wherever another provisioner left it.
@@ -109,7 +111,7 @@ func rosterMajority(states []*nodeState, n int) bool {
 	for _, s := range states {
 		if s != nil && s.roster != "" {
 			count[s.roster]++
-			if count[s.roster] >= majority(n) {
+			if count[s.roster] >= round.Majority(n) {
 				return true
 			}
 		}
@@ -156,7 +158,7 @@ func (c *Client) provisionReport(ctx context.Context) (*ProvisionReport, error) 
 		if s != nil && s.intact() {
 			rep.IDs[i] = s.id
 		}
-		if r := t.results[i]; r.Outcome != NodeGranted {
+		if r := t.Results[i]; r.Outcome != NodeGranted {
 			rep.Unchecked = append(rep.Unchecked, r)
 			silent = append(silent, fmt.Sprintf("node %d (%v)", i, r.Err))
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,8 +29,8 @@ func (c *Client) claimRoster(ctx context.Context, states []*nodeState) ([]*nodeS
 	if err != nil {
 		return nil, err
 	}
-	if t.granted() < len(c.nodes) {
-		return nil, &QuorumError{Op: "provision (claim)", Kind: ErrUnavailable, Nodes: t.snapshot()}
+	if t.Granted() < len(c.nodes) {
+		return nil, &QuorumError{Op: "provision (claim)", Kind: ErrUnavailable, Nodes: t.Snapshot()}
 	}
 	for i, u := range uuids {
 		if u == "" {
@@ -48,8 +49,8 @@ func (c *Client) claimRoster(ctx context.Context, states []*nodeState) ([]*nodeS
 	if err != nil {
 		return nil, err
 	}
-	if t.granted() < len(c.nodes) {
-		return nil, &QuorumError{Op: "provision (roster)", Kind: ErrUnavailable, Nodes: t.snapshot()}
+	if t.Granted() < len(c.nodes) {
+		return nil, &QuorumError{Op: "provision (roster)", Kind: ErrUnavailable, Nodes: t.Snapshot()}
 	}
 	return c.readAllStates(ctx, "provision")
 }
@@ -86,7 +87,7 @@ func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
 			missing = append(missing, i)
 		}
 	}
-	if len(missing) > 0 && withID >= majority(len(states)) {
+	if len(missing) > 0 && withID >= round.Majority(len(states)) {
 		// A majority holds ids: fenced locks may have been taken without
 		// the others.
 		return c.repairMissing(ctx, missing)
@@ -130,13 +131,13 @@ func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range t.results {
+	for _, r := range t.Results {
 		if r.Err != nil {
 			return fmt.Errorf("redlock: provision node %d: %w", r.Node, r.Err)
 		}
 	}
-	if t.granted() < len(c.nodes) {
-		return &QuorumError{Op: "provision (ids)", Kind: ErrUnavailable, Nodes: t.snapshot()}
+	if t.Granted() < len(c.nodes) {
+		return &QuorumError{Op: "provision (ids)", Kind: ErrUnavailable, Nodes: t.Snapshot()}
 	}
 	return nil
 }
@@ -151,7 +152,7 @@ func commonRoster(states []*nodeState, n int) (string, []string, error) {
 		}
 	}
 	for r, k := range count {
-		if k >= majority(n) {
+		if k >= round.Majority(n) {
 			members := strings.Split(r, ",")
 			if len(members) != n {
 				return "", nil, fmt.Errorf("%w: the roster has %d nodes, the client %d", ErrNodeIDConflict, len(members), n)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -15,12 +16,12 @@ import (
 func (c *Client) leaveQueue(key, waiter string, after []chan struct{}) {
 	keys := []string{key, nextKey(key), queueKey(key), seenKey(key)}
 	select {
-	case <-c.closing:
+	case <-c.rounds.Closing():
 		c.leaveClosed(keys, waiter, after)
 		return
 	default:
 	}
-	_, _ = c.fanOut(context.Background(), "leave", after, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+	_, _ = c.rounds.FanOut(context.Background(), "leave", after, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
 		err := nodescript.Leave.Run(ctx, node, keys, waiter).Err()
 		if err != nil {
 			return NodeFailed, 0, err
@@ -97,8 +98,8 @@ func (c *Client) promiseLife() time.Duration { return 2 * c.cfg.nodeTimeout }
 // waiters behind it would go first (TestMajorityPromiseSurvivesASlowNode).
 // The count includes replies that came after the attempt was decided; each
 // is a node promised to another waiter all the same.
-func (l *Lock) lostToPromises(t *tally) bool {
-	return l.waiter != "" && t.granted() > 0 && int(l.promisedElsewhere.Load()) > t.n-t.majority
+func (l *Lock) lostToPromises(t *round.Tally) bool {
+	return l.waiter != "" && t.Granted() > 0 && int(l.promisedElsewhere.Load()) > t.N-t.Majority
 }
 
 // yieldPromise gives back, on every node, a promise of the lock to waiter,
@@ -114,7 +115,7 @@ func (l *Lock) lostToPromises(t *tally) bool {
 // safety; it needs a release within the yield's flight.
 func (c *Client) yieldPromise(key, waiter string) {
 	keys := []string{key, nextKey(key)}
-	_, _ = c.fanOut(context.Background(), "yield", nil, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
+	_, _ = c.rounds.FanOut(context.Background(), "yield", nil, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
 		if err := nodescript.Yield.Run(ctx, node, keys, waiter).Err(); err != nil {
 			return NodeFailed, 0, err
 		}

@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,24 +20,15 @@ type Client struct {
 	cfg   config
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	closed  bool
-	closing chan struct{}  // closed by Close: background retries stop
-	bg      sync.WaitGroup // every node call the client starts (fanOut)
-	locks   sync.WaitGroup // running Lock calls: Close waits for their leaves
-	workers workers        // the goroutines that run them
+	rounds *round.Engine  // the round engine: calls, workers, node health, closing
+	locks  sync.WaitGroup // running Lock calls: Close waits for their leaves
 	// stopped is closed once Close has run and every goroutine of the
-	// client has ended (bg, the workers and the notifier's).
+	// client has ended (the engine's and the notifier's).
 	stopped   chan struct{}
 	closeOnce sync.Once
 
-	life      context.Context // ends at Close: background work stops
-	endLife   context.CancelFunc
 	amnesiac  []atomic.Bool // per node: the amnesia warning was given
 	repairing []atomic.Bool // per node: an online repair runs (repair.go)
-	health    []nodeHealth  // per node: is it hung (quorum.go)
-	dials     []*dialRecord // per node: its last failed dial (causes.go), or nil
-	epoch     time.Time     // the origin of since()
 	keys      nodeKeys      // the per-node fencing keys
 	list      nodeList      // the check of the node list (nodelist.go)
 	knownMu   sync.Mutex
@@ -57,7 +48,7 @@ type Client struct {
 }
 
 // scriptArgs are the script arguments that depend only on the
-// configuration, boxed once (see scriptCall).
+// configuration, boxed once (see nodescript.Call).
 type scriptArgs struct {
 	ttl, markerTTL, staleWaiter, promiseFor, retention any
 }
@@ -129,22 +120,15 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		nodes:     append([]redis.UniversalClient(nil), nodes...),
 		cfg:       cfg,
 		log:       log,
-		closing:   make(chan struct{}),
 		amnesiac:  make([]atomic.Bool, len(nodes)),
 		repairing: make([]atomic.Bool, len(nodes)),
-		health:    make([]nodeHealth, len(nodes)),
-		epoch:     time.Now(),
 		keys:      newNodeKeys(cfg.keyPrefix),
 		known:     make([]string, len(nodes)),
 		stamps:    newStampWatch(len(nodes)),
 		id:        uuid.NewString(),
 	}
-	c.dials = make([]*dialRecord, len(nodes))
-	for i, n := range c.nodes {
-		c.dials[i] = watchDials(n)
-	}
-	c.workers.stop = c.closing
-	c.life, c.endLife = context.WithCancel(context.Background())
+	c.rounds = round.New(c.nodes, round.Config{NodeTimeout: cfg.nodeTimeout, Patience: cfg.patience(),
+		Hooks: traceHooks(cfg.trace)})
 	c.notify.c = c
 	c.args = scriptArgs{
 		ttl:         cfg.ttl.Milliseconds(),
@@ -175,17 +159,12 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 // Close again waits again, as long, for what the first call abandoned.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		c.closed = true
-		close(c.closing)
-		c.endLife()
-		c.mu.Unlock()
+		c.rounds.Close()
 		c.notify.close()
 		c.stopped = make(chan struct{})
 		go func() {
 			c.locks.Wait()
-			c.bg.Wait()
-			c.workers.wg.Wait()
+			c.rounds.Wait()
 			c.notify.wg.Wait()
 			close(c.stopped)
 		}()

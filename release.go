@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -52,35 +53,35 @@ func (l *Lock) unlock(ctx context.Context) ([]NodeResult, error) {
 		return answer(ctx, l.unlockCall(definite(l.acqOutcome[i])), node)
 	}
 	inFlight := c.settling.start(l.name, len(c.nodes))
-	then := func(r reply) {
-		c.settling.callEnded(l.name, inFlight, r.node)
-		if !r.sent {
+	then := func(r round.Reply) {
+		c.settling.callEnded(l.name, inFlight, r.Node)
+		if !r.Sent {
 			return
 		}
-		if r.outcome == NodeFailed && !isServerReply(r.err) || r.outcome == NodeTimedOut {
-			c.retryRelease(c.nodes[r.node], l, definite(l.acqOutcome[r.node]), nil)
+		if r.Outcome == NodeFailed && !round.IsServerReply(r.Err) || r.Outcome == NodeTimedOut {
+			c.retryRelease(c.nodes[r.Node], l, definite(l.acqOutcome[r.Node]), nil)
 		}
 	}
 	// Decided at the majority: see settle.go for what the rest still do.
 	roundStart := time.Now()
-	t, cause := c.runRound(ctx, roundSpec{name: "unlock", op: op, then: then, detach: true,
-		after: l.acqDone, sent: l.acqSent}, // nothing to release where nothing was sent
-		(*tally).wonOrRefused, nil)
+	t, cause := c.rounds.Run(ctx, round.Spec{Name: "unlock", Op: op, Then: then, Detach: true,
+		After: l.acqDone, Sent: l.acqSent}, // nothing to release where nothing was sent
+		(*round.Tally).WonOrRefused, nil)
 	if t == nil {
 		c.settling.forget(l.name, inFlight)
 		return nil, cause
 	}
-	if t.won() {
-		inFlight.until.Store(int64(c.settleBy(t, roundStart).Sub(c.epoch)))
+	if t.Won() {
+		inFlight.until.Store(int64(c.settleBy(t, roundStart).Sub(c.rounds.Epoch())))
 	}
-	if t.won() {
+	if t.Won() {
 		if c.cfg.observer != nil {
-			return t.snapshot(), nil
+			return t.Snapshot(), nil
 		}
 		return nil, nil
 	}
-	qe := &QuorumError{Op: "unlock", Name: l.name, Kind: ErrUnavailable, Cause: cause, Nodes: t.snapshot()}
-	if t.refusedByMajority() {
+	qe := &QuorumError{Op: "unlock", Name: l.name, Kind: ErrUnavailable, Cause: cause, Nodes: t.Snapshot()}
+	if t.RefusedByMajority() {
 		qe.Kind = ErrExpired
 	}
 	if qe.Kind == ErrExpired {
@@ -97,7 +98,7 @@ func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tri
 	outcome, _, err := answer(ctx, c.releaseCall(l, sure, false), node)
 	cancel()
 	close(tried)
-	if outcome != NodeFailed || isServerReply(err) {
+	if outcome != NodeFailed || round.IsServerReply(err) {
 		ended()
 		return
 	}
@@ -106,7 +107,7 @@ func (c *Client) releaseNode(node redis.UniversalClient, l *Lock, sure bool, tri
 	// link: they can take a TTL, and would hold back a node that answers
 	// again. A try that timed out may still be on its way to the node,
 	// though (a slow node or machine): then it waits for the next try too.
-	if !isTimeout(err) {
+	if !round.IsTimeout(err) {
 		ended()
 		ended = nil
 	}
@@ -171,7 +172,7 @@ func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool, en
 		}
 		t := time.NewTimer(pause)
 		select {
-		case <-c.closing:
+		case <-c.rounds.Closing():
 			t.Stop()
 			return
 		case <-t.C:
@@ -183,7 +184,7 @@ func (c *Client) retryRelease(node redis.UniversalClient, l *Lock, sure bool, en
 			ended()
 			ended = nil
 		}
-		if outcome != NodeFailed || isServerReply(err) {
+		if outcome != NodeFailed || round.IsServerReply(err) {
 			return
 		}
 		pause = min(2*pause, ttl/4)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
 )
 
 // Repair brings back a node whose fencing state is not intact, in O(1): it
@@ -110,7 +111,7 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 	c.remember(states)
 	target := states[i]
 	if target == nil {
-		return &QuorumError{Op: "repair", Kind: ErrUnavailable, Nodes: t.snapshot()}
+		return &QuorumError{Op: "repair", Kind: ErrUnavailable, Nodes: t.Snapshot()}
 	}
 	if v := judgeList(states, len(c.nodes)); v.err != nil {
 		return v.err // a repair over a wrong list would graft a stranger in
@@ -124,7 +125,7 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 			intact = append(intact, s)
 		}
 	}
-	if len(intact) < majority(len(c.nodes)) {
+	if len(intact) < round.Majority(len(c.nodes)) {
 		return fmt.Errorf("%w: repair node %d needs a majority of intact nodes, found %d of %d",
 			ErrUnavailable, i, len(intact), len(c.nodes))
 	}

@@ -43,17 +43,11 @@ func (c *Client) repairOnline(i int) {
 	if !c.repairing[i].CompareAndSwap(false, true) {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		c.repairing[i].Store(false)
-		return
-	}
-	c.bg.Go(func() {
+	started := c.rounds.Go(func() {
 		defer c.repairing[i].Store(false)
 		pause := max(c.cfg.ttl/10, c.cfg.nodeTimeout)
 		for try := 0; try < onlineRepairTries; try++ {
-			ctx, cancel := context.WithTimeout(c.life, max(10*c.cfg.nodeTimeout, time.Second))
+			ctx, cancel := context.WithTimeout(c.rounds.Life(), max(10*c.cfg.nodeTimeout, time.Second))
 			err := c.repair(ctx, i, repairConfig{online: true})
 			cancel()
 			var soon *RepairTooSoonError
@@ -70,11 +64,14 @@ func (c *Client) repairOnline(i int) {
 				pause = min(2*pause, c.cfg.ttl)
 				c.log.Debug("redlock: online repair not possible yet", "node", i, "err", err)
 			}
-			if !sleepCtx(c.life, pause) {
+			if !sleepCtx(c.rounds.Life(), pause) {
 				return
 			}
 		}
 	})
+	if !started {
+		c.repairing[i].Store(false)
+	}
 }
 
 // onlineRepairTries bounds a background repair; the next amnesia reply from

@@ -46,8 +46,8 @@ func (c *Client) Reprovision(ctx context.Context, above uint64) error {
 	if err != nil {
 		return err
 	}
-	if t.granted() < len(c.nodes) {
-		return &QuorumError{Op: "reprovision", Kind: ErrUnavailable, Nodes: t.snapshot()}
+	if t.Granted() < len(c.nodes) {
+		return &QuorumError{Op: "reprovision", Kind: ErrUnavailable, Nodes: t.Snapshot()}
 	}
 	c.log.Warn("redlock: deployment reprovisioned", "tokens above", above)
 	return c.Provision(ctx)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/round"
 )
 
 // Unlock returns as soon as a majority of the nodes has released the lock;
@@ -32,10 +34,10 @@ import (
 // still waited for them: a grace after the majority's last reply, so that
 // the attempt does not find the old value on a healthy node that was a
 // little slower, and never past the time the collector gives up on silent
-// nodes (collect).
-func (c *Client) settleBy(t *tally, start time.Time) time.Time {
-	by := t.lastReply.Add(c.grace(t))
-	giveUp := t.lastReply.Add(max(c.cfg.nodeTimeout, t.slowest))
+// nodes (round.Engine.Run).
+func (c *Client) settleBy(t *round.Tally, start time.Time) time.Time {
+	by := t.LastReply.Add(c.rounds.Grace(t))
+	giveUp := t.LastReply.Add(max(c.cfg.nodeTimeout, t.Slowest))
 	if hard := start.Add(c.cfg.nodeTimeout); hard.After(giveUp) {
 		giveUp = hard
 	}

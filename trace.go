@@ -1,5 +1,7 @@
 package redlock
 
+import "github.com/quorumlock/redlock/internal/round"
+
 // Trace holds callbacks at the points of the lock protocol, in the style of
 // net/http/httptrace: for debugging, for tests that must stop the protocol
 // at an exact point (between the rounds, before a subscription), and for
@@ -46,3 +48,23 @@ type Trace struct {
 // operation of the client (see Trace). The client keeps t; its fields must
 // not change afterwards.
 func WithTrace(t *Trace) Option { return func(c *config) { c.trace = t } }
+
+// traceHooks hands t's node callbacks to the round engine. They are read
+// at each call, as a Trace's fields may be: nil t costs nothing.
+func traceHooks(t *Trace) round.Hooks {
+	if t == nil {
+		return round.Hooks{}
+	}
+	return round.Hooks{
+		NodeCall: func(op string, node int) {
+			if t.NodeCall != nil {
+				t.NodeCall(op, node)
+			}
+		},
+		NodeReply: func(op string, node int, r NodeResult) {
+			if t.NodeReply != nil {
+				t.NodeReply(op, node, r)
+			}
+		},
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/round"
 )
 
 // Lock acquires the lock called name, retrying until it succeeds, ctx
@@ -48,13 +50,9 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.rounds.IfOpen(func() { c.locks.Add(1) }) { // before Close can wait for the Lock calls
 		return nil, ErrClosed
 	}
-	c.locks.Add(1) // before Close can wait: it sets closed under mu first
-	c.mu.Unlock()
 	defer c.locks.Done() // after the leave below
 	started := c.cfg.clock.Now()
 	key := c.lockKey(name)
@@ -161,7 +159,7 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 		case <-ctx.Done():
 			t.Stop()
 			return nil, qe.ended(ctx)
-		case <-c.closing:
+		case <-c.rounds.Closing():
 			// Not after a retry delay that may be long: a shutdown waits on us.
 			t.Stop()
 			return nil, ErrClosed
@@ -200,7 +198,7 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 // died while unlocking); then the waiter tries anyway, and gives its
 // promises back if they were too few. It reports false if ctx ended first.
 func (c *Client) gatherPromises(ctx context.Context, w *waiting) bool {
-	need := majority(len(c.nodes))
+	need := round.Majority(len(c.nodes))
 	if c.notify.promises(w) >= need {
 		return true
 	}

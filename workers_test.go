@@ -13,7 +13,7 @@ import (
 )
 
 // workerCount is how many of the process's goroutines are node-call
-// workers (workers.go), running or idle.
+// workers (internal/round/workers.go), running or idle.
 func workerCount() int {
 	buf := make([]byte, 1<<24)
 	buf = buf[:runtime.Stack(buf, true)]

@@ -83,7 +83,7 @@ func (r *report) write(out string) error {
 	p("Ratios use **%s** as the reference, as the issue's targets do: it is what a go-redis based client ", nFloorMaj)
 	p("can reach. %s is the bench's floor before issue 13, shown for comparison. ", nFloorAll)
 	p("All floors and peers write and delete the same kind of keys (a random value, %v TTL). ", ttl)
-	p("This library runs its node calls on goroutines it keeps from one call to the next (workers.go); the go-redis ")
+	p("This library runs its node calls on goroutines it keeps from one call to the next (internal/round/workers.go); the go-redis ")
 	p("floors and redsync start a goroutine per node call, whose stack grows anew each time.\n\n")
 	r.floors(p)
 	r.loadTables(p)

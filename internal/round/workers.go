@@ -1,4 +1,4 @@
-package redlock
+package round
 
 import (
 	"slices"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// workers runs the node calls of the rounds (fanOut) on goroutines that
+// workers runs the node calls of the rounds (FanOut) on goroutines that
 // outlive one call. A goroutine's stack starts small, and go-redis's call
 // path grows it several times: with a new goroutine per call, growing and
 // copying stacks was a fifth of the client's CPU for an uncontended
@@ -15,7 +15,7 @@ import (
 // A call goes to an idle worker if there is one, and to a new goroutine if
 // not, so calls never queue behind each other: a hung node holds up only
 // the workers calling it, as it held up only its own goroutines before. A
-// worker ends once it has been idle for workerIdle, or when the client
+// worker ends once it has been idle for workerIdle, or when the engine
 // closes.
 //
 // A call goes to the worker that became idle last, so a steady pace keeps
@@ -30,7 +30,7 @@ type workers struct {
 	idle []*worker       // the idle workers, the last to become idle last
 	stop <-chan struct{} // closed by Close
 	// wg counts the workers, which Close waits for: run is not called
-	// once the client is closed (fanOut).
+	// once the client is closed (FanOut).
 	wg sync.WaitGroup
 }
 

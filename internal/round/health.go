@@ -1,8 +1,7 @@
-package redlock
+package round
 
 import (
 	"sync/atomic"
-	"time"
 )
 
 // nodeHealth tells a hung node from a slow one, so that a paused or hung
@@ -12,7 +11,7 @@ import (
 // pile up a goroutine and a connection per call, plus the background
 // releases of everything it sent there.
 //
-// The rule (Client.hung): node i is hung when all of these hold:
+// The rule (Engine.hung): node i is hung when all of these hold:
 //   - it has calls pending;
 //   - it has been silent for more than the node timeout: no answer since
 //     alive, the time of its last answer or, if it was idle then, of the
@@ -37,11 +36,11 @@ import (
 // again as soon as it answers any call.
 type nodeHealth struct {
 	pending atomic.Int32 // calls sent and not returned
-	// alive is when (c.since) the node last answered, or was sent a call
+	// alive is when (Engine.Since) the node last answered, or was sent a call
 	// while nothing was pending: the start of its current silence.
 	alive    atomic.Int64
-	answered atomic.Int64 // when (c.since) the node last answered
-	probed   atomic.Int64 // when (c.since) a hung node was last sent a call
+	answered atomic.Int64 // when (Engine.Since) the node last answered
+	probed   atomic.Int64 // when (Engine.Since) a hung node was last sent a call
 }
 
 const probeEvery = 10
@@ -52,19 +51,19 @@ const probeEvery = 10
 // had better ask, in case the silence was the client's own after all. A
 // majority that is really down then costs each attempt a node timeout and
 // calls that pile up until go-redis gives up on them, as without skipping.
-func (c *Client) hungNodes() []bool {
+func (e *Engine) hungNodes() []bool {
 	var hung []bool
 	skipped := 0
-	for i := range c.health {
-		if c.hung(i) {
+	for i := range e.health {
+		if e.hung(i) {
 			if hung == nil {
-				hung = make([]bool, len(c.health))
+				hung = make([]bool, len(e.health))
 			}
 			hung[i] = true
 			skipped++
 		}
 	}
-	if len(c.health)-skipped < majority(len(c.health)) {
+	if len(e.health)-skipped < Majority(len(e.health)) {
 		return nil
 	}
 	return hung
@@ -72,16 +71,16 @@ func (c *Client) hungNodes() []bool {
 
 // hung applies nodeHealth's rule to node i. A true answer may be a probe's
 // ticket: the caller is then to send the call after all.
-func (c *Client) hung(i int) bool {
-	h := &c.health[i]
-	now, timeout := c.since(), int64(c.cfg.nodeTimeout)
+func (e *Engine) hung(i int) bool {
+	h := &e.health[i]
+	now, timeout := e.Since(), int64(e.timeout)
 	alive := h.alive.Load()
 	if h.pending.Load() == 0 || now-alive <= timeout {
 		return false
 	}
-	others, need := 0, majority(len(c.health))
-	for j := range c.health {
-		if j != i && c.health[j].answered.Load() > alive+timeout {
+	others, need := 0, Majority(len(e.health))
+	for j := range e.health {
+		if j != i && e.health[j].answered.Load() > alive+timeout {
 			others++
 		}
 	}
@@ -92,23 +91,19 @@ func (c *Client) hung(i int) bool {
 	return now-max(probed, alive) <= probeEvery*timeout || !h.probed.CompareAndSwap(probed, now)
 }
 
-func (h *nodeHealth) sending(c *Client) {
+func (h *nodeHealth) sending(e *Engine) {
 	if h.pending.Add(1) == 1 {
-		h.alive.Store(c.since())
+		h.alive.Store(e.Since())
 	}
 }
 
 // returned records the end of a call. Only a reply proves the node alive: a
 // call that ended in a timeout or a broken connection does not.
-func (h *nodeHealth) returned(c *Client, err error) {
+func (h *nodeHealth) returned(e *Engine, err error) {
 	h.pending.Add(-1)
-	if err == nil || isServerReply(err) {
-		now := c.since()
+	if err == nil || IsServerReply(err) {
+		now := e.Since()
 		h.alive.Store(now)
 		h.answered.Store(now)
 	}
 }
-
-// since is the time since the client was made, in ns, on the monotonic
-// clock.
-func (c *Client) since() int64 { return int64(time.Since(c.epoch)) }

@@ -1,4 +1,4 @@
-package redlock
+package round
 
 import (
 	"context"
@@ -9,67 +9,67 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// reply is what one per-node goroutine sends back to the collector.
-type reply struct {
-	node    int
-	outcome Outcome
-	value   int64 // operation-specific: a fencing candidate or a committed token
-	err     error
-	latency time.Duration
-	sent    bool // the call was sent; false for a node skipped as hung (fanOut)
+// Reply is what one node's call sends back to the collector.
+type Reply struct {
+	Node    int
+	Outcome Outcome
+	Value   int64 // operation-specific: a fencing candidate or a committed token
+	Err     error
+	Latency time.Duration
+	Sent    bool // the call was sent; false for a node skipped as hung (FanOut)
 }
 
-// roundSpec describes what one round sends to every node.
-type roundSpec struct {
-	name string // what Trace calls the round: "lock", "commit"...
-	op   nodeOp
-	// after, sent and then are fanOut's: a call waits for after[i], nodes
-	// with sent[i] false are skipped, then follows each call on its node.
-	after []chan struct{}
-	sent  []bool
-	then  func(reply)
-	// detach: the calls go on if ctx ends; ctx bounds only the wait for
+// Spec describes what one round sends to every node.
+type Spec struct {
+	Name string // what Trace calls the round: "lock", "commit"...
+	Op   NodeOp
+	// After, Sent and Then are FanOut's: a call waits for After[i], nodes
+	// with Sent[i] false are skipped, Then follows each call on its node.
+	After []chan struct{}
+	Sent  []bool
+	Then  func(Reply)
+	// Detach: the calls go on if ctx ends; ctx bounds only the wait for
 	// their replies (a release must reach the nodes).
-	detach bool
+	Detach bool
 }
 
-// runRound is one round on the quorum: it sends s.op to every node
-// (fanOut) and counts the replies (collect, with its done and soon; a nil
+// Run is one round on the quorum: it sends s.Op to every node
+// (FanOut) and counts the replies (collect, with its done and soon; a nil
 // done waits for every node) until done holds, every node has an outcome,
 // or ctx ends. It returns the tally, and ctx's error in the last case. On a
 // closed client it sends nothing and returns a nil tally and ErrClosed.
 // If ctx ended, the nodes still silent have an outcome all the same
-// (tally.cutShort), so the error can say why on every node.
+// (Tally.CutShort), so the error can say why on every node.
 //
 // done and soon are parameters, not fields of s: what s holds goes to the
 // node goroutines, and would take them to the heap with it.
-func (c *Client) runRound(ctx context.Context, s roundSpec, done func(*tally) bool,
-	soon func(*tally) (time.Time, bool)) (*tally, error) {
-	deadline := time.Now().Add(c.cfg.nodeTimeout)
+func (e *Engine) Run(ctx context.Context, s Spec, done func(*Tally) bool,
+	soon func(*Tally) (time.Time, bool)) (*Tally, error) {
+	deadline := time.Now().Add(e.timeout)
 	callCtx := ctx
-	if s.detach {
+	if s.Detach {
 		callCtx = context.WithoutCancel(ctx)
 	}
-	replies, err := c.fanOut(callCtx, s.name, s.after, s.sent, s.op, s.then)
+	replies, err := e.FanOut(callCtx, s.Name, s.After, s.Sent, s.Op, s.Then)
 	if err != nil {
 		return nil, err
 	}
 	if done == nil {
-		done = func(*tally) bool { return false }
+		done = func(*Tally) bool { return false }
 	}
-	t := newTally(len(c.nodes))
-	err = c.collect(ctx, replies, t, done, deadline, soon)
+	t := NewTally(len(e.nodes))
+	err = e.collect(ctx, replies, t, done, deadline, soon)
 	if err != nil {
-		t.cutShort(err, c.unreachable)
+		t.CutShort(err, e.Unreachable)
 	}
 	return t, err
 }
 
-// nodeOp performs one call on node i. It returns the outcome, an
+// NodeOp performs one call on node i. It returns the outcome, an
 // operation-specific value and, for NodeFailed, the error.
-type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error)
+type NodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error)
 
-// fanOut starts op on every node at once, each call on its own worker and
+// FanOut starts op on every node at once, each call on its own worker and
 // bounded by the node timeout, and returns the channel on which the replies
 // arrive in the order they come (it is buffered for all of them, so nobody
 // has to drain it).
@@ -90,15 +90,15 @@ type nodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcom
 //
 // The calls run under ctx, so a caller's cancellation reaches clients built
 // with ContextTimeoutEnabled; the node timeout bounds them either way.
-func (c *Client) fanOut(ctx context.Context, name string, after []chan struct{}, sent []bool, op nodeOp,
-	then func(reply)) (<-chan reply, error) {
-	replies := make(chan reply, len(c.nodes))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+func (e *Engine) FanOut(ctx context.Context, name string, after []chan struct{}, sent []bool, op NodeOp,
+	then func(Reply)) (<-chan Reply, error) {
+	replies := make(chan Reply, len(e.nodes))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
 		return nil, ErrClosed
 	}
-	c.bg.Add(len(c.nodes))
+	e.bg.Add(len(e.nodes))
 	// The calls of a round start together, so they share one deadline: a
 	// context per node was a tenth of an acquisition's allocations. A call
 	// that had to wait for its node's previous call gets its own.
@@ -107,16 +107,16 @@ func (c *Client) fanOut(ctx context.Context, name string, after []chan struct{},
 	// very dial or write that was about to succeed (go-redis dials under the
 	// call's context), and the next attempt would start from scratch.
 	r := &round{name: name}
-	r.ctx, r.cancel = context.WithTimeout(ctx, c.cfg.patience())
-	r.running.Store(int32(len(c.nodes)))
+	r.ctx, r.cancel = context.WithTimeout(ctx, e.patience)
+	r.running.Store(int32(len(e.nodes)))
 	var hung []bool
 	if after == nil {
-		hung = c.hungNodes()
+		hung = e.hungNodes()
 	}
-	for i, node := range c.nodes {
-		c.workers.run(func() {
-			defer c.bg.Done()
-			rep := c.call(ctx, r, i, node, after, sent, hung != nil && hung[i], op)
+	for i, node := range e.nodes {
+		e.workers.run(func() {
+			defer e.bg.Done()
+			rep := e.call(ctx, r, i, node, after, sent, hung != nil && hung[i], op)
 			replies <- rep
 			if then != nil {
 				then(rep)
@@ -126,15 +126,15 @@ func (c *Client) fanOut(ctx context.Context, name string, after []chan struct{},
 	return replies, nil
 }
 
-// call is one node's part of a round (fanOut).
-func (c *Client) call(ctx context.Context, r *round, i int, node redis.UniversalClient, after []chan struct{},
-	sent []bool, hung bool, op nodeOp) reply {
+// call is one node's part of a round (FanOut).
+func (e *Engine) call(ctx context.Context, r *round, i int, node redis.UniversalClient, after []chan struct{},
+	sent []bool, hung bool, op NodeOp) Reply {
 	defer r.callEnded()
-	skipped := reply{node: i, outcome: NodeTimedOut, err: ErrNodeHung}
-	health := &c.health[i]
+	skipped := Reply{Node: i, Outcome: NodeTimedOut, Err: ErrNodeHung}
+	health := &e.health[i]
 	if hung {
-		if err := c.unreachable(i); err != nil {
-			skipped.outcome, skipped.err = NodeFailed, err
+		if err := e.Unreachable(i); err != nil {
+			skipped.Outcome, skipped.Err = NodeFailed, err
 		}
 		return skipped
 	}
@@ -145,34 +145,33 @@ func (c *Client) call(ctx context.Context, r *round, i int, node redis.Universal
 		default:
 			<-after[i]
 			var cancel context.CancelFunc
-			callCtx, cancel = context.WithTimeout(ctx, c.cfg.patience())
+			callCtx, cancel = context.WithTimeout(ctx, e.patience)
 			defer cancel()
 		}
 	}
 	if sent != nil && !sent[i] {
 		return skipped
 	}
-	tr := c.cfg.trace
-	if tr != nil && tr.NodeCall != nil {
-		tr.NodeCall(r.name, i)
+	if e.hooks.NodeCall != nil {
+		e.hooks.NodeCall(r.name, i)
 	}
 	start := time.Now()
-	health.sending(c)
+	health.sending(e)
 	outcome, value, err := safeOp(op, callCtx, i, node)
-	health.returned(c, err)
+	health.returned(e, err)
 	if err != nil && (outcome == NodeGranted || outcome == NodeRefused) {
 		outcome = NodeFailed
 	}
-	if outcome == NodeFailed && isTimeout(err) {
-		if cause := c.unreachable(i); cause != nil {
+	if outcome == NodeFailed && IsTimeout(err) {
+		if cause := e.Unreachable(i); cause != nil {
 			err = cause // go-redis was redialling until the deadline
 		} else {
 			outcome = NodeTimedOut
 		}
 	}
-	rep := reply{node: i, outcome: outcome, value: value, err: err, latency: time.Since(start), sent: true}
-	if tr != nil && tr.NodeReply != nil {
-		tr.NodeReply(r.name, i, NodeResult{Node: i, Outcome: outcome, Err: err, Latency: rep.latency})
+	rep := Reply{Node: i, Outcome: outcome, Value: value, Err: err, Latency: time.Since(start), Sent: true}
+	if e.hooks.NodeReply != nil {
+		e.hooks.NodeReply(r.name, i, NodeResult{Node: i, Outcome: outcome, Err: err, Latency: rep.Latency})
 	}
 	return rep
 }
@@ -181,7 +180,7 @@ func (c *Client) call(ctx context.Context, r *round, i int, node redis.Universal
 // that was never set up (a zero redis.Client{}) or a UniversalClient of the
 // caller's that panics would otherwise kill the process from a goroutine no
 // caller can recover in.
-func safeOp(op nodeOp, ctx context.Context, i int, node redis.UniversalClient) (o Outcome, v int64, err error) {
+func safeOp(op NodeOp, ctx context.Context, i int, node redis.UniversalClient) (o Outcome, v int64, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			o, v, err = NodeFailed, 0, fmt.Errorf("%w: node %d's client panicked: %v", ErrBadNode, i, p)
@@ -212,27 +211,27 @@ func (r *round) callEnded() {
 // ones as NodeTimedOut at the later of hard and the last reply plus the
 // longer of the node timeout and the slowest reply of the round. Until a
 // majority has answered it waits up to the round's patience
-// (config.patience), and never longer. So a silent minority is cut off at
+// (Config.Patience), and never longer. So a silent minority is cut off at
 // about the node timeout while the others answer, but a round in which most
 // nodes are late (a saturated client machine, a dial burst) is given more
 // time rather than failed at once; the validity check still refuses a lock
 // that took too long. If soon is not nil it is asked after every reply for
 // an earlier time to stop waiting, after which the silent nodes stay
 // NodeNoReply.
-func (c *Client) collect(ctx context.Context, replies <-chan reply, t *tally, done func(*tally) bool,
-	hard time.Time, soon func(*tally) (time.Time, bool)) error {
-	if t.replied == t.n || done(t) {
+func (e *Engine) collect(ctx context.Context, replies <-chan Reply, t *Tally, done func(*Tally) bool,
+	hard time.Time, soon func(*Tally) (time.Time, bool)) error {
+	if t.Replied == t.N || done(t) {
 		return nil
 	}
 	// hard is the round's start plus the node timeout; the silent nodes are
 	// given up on only when the others are not silent too (see giveUpAt).
-	last := hard.Add(c.cfg.patience() - c.cfg.nodeTimeout)
+	last := hard.Add(e.patience - e.timeout)
 	giveUpAt := func() time.Time {
-		if t.answered < t.majority {
+		if t.Answered < t.Majority {
 			return last
 		}
 		g := hard
-		if end := t.lastReply.Add(max(c.cfg.nodeTimeout, t.slowest)); end.After(g) {
+		if end := t.LastReply.Add(max(e.timeout, t.Slowest)); end.After(g) {
 			g = end
 		}
 		if g.After(last) {
@@ -244,7 +243,7 @@ func (c *Client) collect(ctx context.Context, replies <-chan reply, t *tally, do
 	early := false // at is soon's, before the give-up time
 	timer := time.NewTimer(time.Until(at))
 	defer timer.Stop()
-	for t.replied < t.n && !done(t) {
+	for t.Replied < t.N && !done(t) {
 		select {
 		case r := <-replies:
 			t.add(r)
@@ -264,7 +263,7 @@ func (c *Client) collect(ctx context.Context, replies <-chan reply, t *tally, do
 			if early {
 				t.stopWaiting()
 			} else {
-				t.timeOut(c.cfg.nodeTimeout, c.unreachable)
+				t.timeOut(e.timeout, e.Unreachable)
 			}
 		case <-ctx.Done():
 			return ctx.Err()
@@ -273,21 +272,21 @@ func (c *Client) collect(ctx context.Context, replies <-chan reply, t *tally, do
 	return nil
 }
 
-// grace is how long, once the outcome is clear, a round keeps waiting for
+// Grace is how long, once the outcome is clear, a round keeps waiting for
 // the nodes still silent: three times the slowest reply so far, and at least
 // a tenth of the node timeout. Healthy nodes answer within about the same
 // time as each other, so they still count; a dead or paused one stops
 // costing the full node timeout.
-func (c *Client) grace(t *tally) time.Duration {
-	return max(3*t.slowest, c.cfg.nodeTimeout/10, time.Millisecond)
+func (e *Engine) Grace(t *Tally) time.Duration {
+	return max(3*t.Slowest, e.timeout/10, time.Millisecond)
 }
 
-// giveUpOnContention is the "soon" of an acquisition: once a majority has
+// GiveUpOnContention is the "soon" of an acquisition: once a majority has
 // answered and a node refused, wait only a grace for the rest. Giving up
 // early is always safe.
-func (c *Client) giveUpOnContention(t *tally) (time.Time, bool) {
-	if t.counts[NodeRefused] == 0 || t.replied < t.majority {
+func (e *Engine) GiveUpOnContention(t *Tally) (time.Time, bool) {
+	if t.Counts[NodeRefused] == 0 || t.Replied < t.Majority {
 		return time.Time{}, false
 	}
-	return t.lastReply.Add(c.grace(t)), true
+	return t.LastReply.Add(e.Grace(t)), true
 }

@@ -1,4 +1,4 @@
-package redlock
+package round
 
 import (
 	"testing"
@@ -13,9 +13,8 @@ import (
 // machine, a dial burst) makes none of them hung, and neither does being a
 // little slower than the others.
 func TestNodeHealth(t *testing.T) {
-	c := &Client{cfg: defaultConfig(), epoch: time.Now(), health: make([]nodeHealth, 3)}
 	const timeout = 5 * time.Millisecond
-	c.cfg.nodeTimeout = timeout
+	c := &Engine{timeout: timeout, epoch: time.Now(), health: make([]nodeHealth, 3)}
 	h := &c.health[0]
 	hung := func() bool { return c.hung(0) }
 	others := func() { // both other nodes are sent a call and answer it

@@ -1,0 +1,126 @@
+package round
+
+import "time"
+
+// Tally counts the replies of one round. Its fields are the round's to
+// write and its caller's to read once the round has returned.
+type Tally struct {
+	N, Majority int
+	Replied     int // nodes with a recorded outcome, heard from or given up on
+	Counts      [NumOutcomes]int
+	Results     []NodeResult
+	recorded    []bool // the node has an outcome (a reply, or given up on)
+	Heard       []bool // a reply actually arrived from this node
+	Answered    int    // replies that came from the node itself, not a skip or timeout
+	LastReply   time.Time
+	Slowest     time.Duration
+	Best        int64 // the largest value any node replied with
+}
+
+func NewTally(n int) *Tally {
+	flags := make([]bool, 2*n)
+	t := &Tally{N: n, Majority: Majority(n), Results: make([]NodeResult, n),
+		recorded: flags[:n:n], Heard: flags[n:]}
+	for i := range t.Results {
+		t.Results[i].Node = i
+	}
+	return t
+}
+
+func (t *Tally) record(node int, o Outcome, err error, latency time.Duration) {
+	if t.recorded[node] {
+		return // a late reply from a node already given up on
+	}
+	t.recorded[node] = true
+	t.Replied++
+	t.Counts[o]++
+	t.Results[node] = NodeResult{Node: node, Outcome: o, Err: err, Latency: latency}
+}
+
+func (t *Tally) add(r Reply) {
+	if !t.recorded[r.Node] {
+		t.Heard[r.Node] = true
+		if r.Sent && r.Outcome != NodeTimedOut {
+			t.Answered++
+		}
+		t.LastReply = time.Now()
+		t.Slowest = max(t.Slowest, r.Latency)
+		t.Best = max(t.Best, r.Value)
+	}
+	t.record(r.Node, r.Outcome, r.Err, r.Latency)
+}
+
+// timeOut gives up on every node that has not answered by the node
+// timeout: NodeTimedOut, or NodeFailed with the cause where unreachable
+// knows why the node cannot be reached.
+func (t *Tally) timeOut(timeout time.Duration, unreachable func(int) error) {
+	for i := range t.Results {
+		if t.recorded[i] {
+			continue
+		}
+		if err := unreachable(i); err != nil {
+			t.record(i, NodeFailed, err, timeout)
+		} else {
+			t.record(i, NodeTimedOut, ErrNodeTimeout, timeout)
+		}
+	}
+}
+
+// CutShort gives up on every node that has not answered when the caller's
+// ctx ended (err) before the round was decided: NodeFailed with the cause
+// where unreachable knows why the node cannot be reached, else
+// NodeTimedOut with an Err that wraps err. So the error still names every
+// node's cause.
+func (t *Tally) CutShort(err error, unreachable func(int) error) {
+	silent := &noAnswerError{err}
+	for i := range t.Results {
+		if t.recorded[i] {
+			continue
+		}
+		if cause := unreachable(i); cause != nil {
+			t.record(i, NodeFailed, cause, 0)
+		} else {
+			t.record(i, NodeTimedOut, silent, 0)
+		}
+	}
+}
+
+// noAnswerError is the Err of a node that had not answered when the
+// caller's ctx ended.
+type noAnswerError struct{ ctxErr error }
+
+func (e *noAnswerError) Error() string {
+	return "redlock: no answer before the caller's context ended: " + e.ctxErr.Error()
+}
+
+func (e *noAnswerError) Unwrap() error { return e.ctxErr }
+
+// stopWaiting gives up on the silent nodes before their timeout: they keep
+// NodeNoReply.
+func (t *Tally) stopWaiting() {
+	for i := range t.Results {
+		t.record(i, NodeNoReply, nil, 0)
+	}
+}
+
+func (t *Tally) Granted() int { return t.Counts[NodeGranted] }
+
+// Won: a majority granted.
+func (t *Tally) Won() bool { return t.Granted() >= t.Majority }
+
+// Lost: a majority can no longer grant, whatever the silent nodes answer.
+func (t *Tally) Lost() bool { return t.Granted()+(t.N-t.Replied) < t.Majority }
+
+func (t *Tally) Decided() bool { return t.Won() || t.Lost() }
+
+// RefusedByMajority: so many nodes said no that this owner cannot hold a
+// majority, whatever the others would say.
+func (t *Tally) RefusedByMajority() bool { return t.Counts[NodeRefused] > t.N-t.Majority }
+
+// WonOrRefused decides an Extend or an Unlock: a majority did it, or can
+// no longer do it because it said no.
+func (t *Tally) WonOrRefused() bool { return t.Won() || t.RefusedByMajority() }
+
+// Snapshot copies the results, so that late replies do not race with a
+// caller that keeps them.
+func (t *Tally) Snapshot() []NodeResult { return append([]NodeResult(nil), t.Results...) }
