@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
@@ -198,7 +199,7 @@ func (l *Lock) acquireOp(ctx context.Context, i int, node redis.UniversalClient)
 		l.c.checkList(false)
 		return NodeFailed, 0, errNotChecked
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
-		return NodeFailed, 0, wrongType(err)
+		return NodeFailed, 0, kind.WrongType(err)
 	case err != nil:
 		return NodeFailed, 0, err
 	case n == 1:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/round"
 )
 
@@ -17,40 +18,40 @@ import (
 var (
 	// ErrLocked: a majority answered, but too few of them granted the lock,
 	// because another owner holds it. Retrying later may succeed.
-	ErrLocked = errors.New("redlock: held by another owner")
+	ErrLocked = kind.ErrLocked
 
 	// ErrUnavailable: too few nodes answered in time to decide. Retrying
 	// later may succeed once the nodes are reachable again.
-	ErrUnavailable = errors.New("redlock: too few nodes answered")
+	ErrUnavailable = kind.ErrUnavailable
 
 	// ErrNoValidity: a majority granted the lock, but the attempt took so long
 	// that no validity was left once elapsed time and clock drift were
 	// subtracted from the TTL. The lock was released everywhere.
-	ErrNoValidity = errors.New("redlock: acquired too late, no validity left")
+	ErrNoValidity = kind.ErrNoValidity
 
 	// ErrExpired: the lock was no longer held by this owner on a majority of
 	// the nodes when Extend or Unlock ran, or its validity had already passed.
 	// The critical section may have overlapped with another holder.
-	ErrExpired = errors.New("redlock: lock expired before the operation")
+	ErrExpired = kind.ErrExpired
 
 	// ErrReleased: Extend was called on a lock that was already unlocked.
-	ErrReleased = errors.New("redlock: lock already released")
+	ErrReleased = kind.ErrReleased
 
 	// ErrSuperseded: a fenced acquisition found, while committing its
 	// token, that a newer token had been committed. It was rolled back; Lock
 	// retries it.
-	ErrSuperseded = errors.New("redlock: a newer fencing token was committed meanwhile")
+	ErrSuperseded = kind.ErrSuperseded
 
 	// ErrAmnesia: a node has no fencing identity in a provisioned deployment;
 	// it lost its data, or is new. It is left out of quorums until Repair.
-	ErrAmnesia = errors.New("redlock: node lost its fencing state")
+	ErrAmnesia = kind.ErrAmnesia
 
 	// ErrNotProvisioned: a majority of the nodes hold no fencing identity.
 	// Either nobody provisioned the deployment (call Client.Provision, or
 	// `redlock provision`, once at deploy time), or a majority lost their
 	// data, an outage that needs an operator (Client.Reprovision,
 	// docs/operations.md). Lock gives up at once.
-	ErrNotProvisioned = errors.New("redlock: the nodes hold no fencing identity (not provisioned, or a majority lost its data)")
+	ErrNotProvisioned = kind.ErrNotProvisioned
 
 	// ErrRepairTooSoon: Repair found the node out for less than the longest
 	// TTL in use (see RepairTooSoonError, which says how long to wait).
@@ -67,13 +68,13 @@ var (
 	// subset or a superset of it, one server under two addresses, nodes of
 	// two deployments (see NodeListError, which says which nodes). Lock
 	// gives up at once: the list is a configuration error.
-	ErrWrongNodeList = errors.New("redlock: the node list is not the deployment's")
+	ErrWrongNodeList = kind.ErrWrongNodeList
 
 	// ErrWrongType: a node holds a key of another type under one of the
 	// lock's key names (the lock key, or the name's fence:high). That is a
 	// configuration error (a key-name clash), not contention. The node's
 	// error is a *WrongTypeError, which names the key.
-	ErrWrongType = errors.New("redlock: a key of the lock holds another type than a string")
+	ErrWrongType = kind.ErrWrongType
 
 	// ErrAuth: so many nodes refused the client's credentials (NOAUTH, or
 	// "ERR Protocol error: unauthenticated multibulk length" to a script
@@ -81,20 +82,20 @@ var (
 	// a wrong user name or password) that the others cannot form a majority. Lock gives up at
 	// once: no retry fixes a configuration error. Each node's reply is in
 	// its NodeResult.Err and in the message.
-	ErrAuth = errors.New("redlock: nodes refused the credentials")
+	ErrAuth = kind.ErrAuth
 
 	// ErrNoPermission: so many nodes refused a command, key or channel to
 	// the client's ACL user (NOPERM, or a script's call denied by the ACL)
 	// that the others cannot form a majority. docs/operations.md gives the
 	// ACL the client needs. Lock gives up at once.
-	ErrNoPermission = errors.New("redlock: the ACL user lacks a permission the client needs")
+	ErrNoPermission = kind.ErrNoPermission
 
 	// ErrScript: so many nodes failed the client's Lua script itself (it
 	// did not compile, or stopped with a runtime error: a server too old
 	// or too different for it) that the others cannot form a majority. Lock
 	// gives up at once. Errors a node raises while the script runs that a
 	// retry can outlive, such as OOM, BUSY or LOADING, are not script errors.
-	ErrScript = errors.New("redlock: nodes failed the lock script")
+	ErrScript = kind.ErrScript
 
 	// ErrLockLost is the cause of the context that Do passes to its function
 	// when the lock could not be kept: read it with context.Cause.
@@ -152,7 +153,7 @@ var (
 	// answered CROSSSLOT that the others cannot form a majority: they are
 	// Redis Cluster nodes given as plain clients, whose slots the fenced
 	// scripts' keys span. Lock gives up at once.
-	ErrFencingNode  = errors.New("redlock: fencing needs standalone or Sentinel nodes, not Cluster or Ring clients; use WithoutFencing")
+	ErrFencingNode  = kind.ErrFencingNode
 	ErrBadKeyPrefix = errors.New("redlock: key prefix must be non-empty and hold no '{' or '}'")
 	ErrTTLTooLong   = errors.New("redlock: TTL too long")
 	// ErrNilOption: a nil Option (New), LockOption (TryLock, Lock, Do,
@@ -311,3 +312,13 @@ func failureCauses(nodes []NodeResult) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// WrongTypeError is a node's refusal of a lock whose keys include one that
+// holds another type than the string the library keeps there: a key-name
+// clash (another application writes under the client's key prefix) or a
+// key written by hand. No retry fixes it. It matches ErrWrongType, and
+// names the key when the node said which (every key the fenced scripts
+// read as a string: the lock key and the name's fence:high): its fields
+// are Key, the key ("" if the node did not say which), Type, what it holds
+// ("list", "hash"...; "" if not said), and Err, the node's reply.
+type WrongTypeError = kind.WrongTypeError

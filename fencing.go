@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
@@ -57,7 +58,7 @@ func (l *Lock) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalC
 	vals, err := l.acquire.Run(ctx, node).Int64Slice()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
-		return NodeFailed, 0, wrongType(err)
+		return NodeFailed, 0, kind.WrongType(err)
 	case err != nil:
 		return NodeFailed, 0, err
 	case len(vals) != 2:
@@ -122,7 +123,7 @@ func (l *Lock) commitOn(ctx context.Context, call *nodescript.Call, i int, node 
 	vals, err := call.Run(ctx, node).Int64Slice()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
-		return 0, NodeFailed, wrongType(err)
+		return 0, NodeFailed, kind.WrongType(err)
 	case err != nil:
 		return 0, NodeFailed, err
 	case len(vals) != 2:

@@ -1,4 +1,4 @@
-package redlock
+package kind
 
 import (
 	"fmt"
@@ -27,13 +27,13 @@ func (e *WrongTypeError) Error() string {
 
 func (e *WrongTypeError) Unwrap() []error { return []error{ErrWrongType, e.Err} }
 
-// wrongType reads a WRONGTYPE reply. The scripts name the key as
+// WrongType reads a WRONGTYPE reply. The scripts name the key as
 // 'WRONGTYPE key <key> holds a <type>, not a string' (lua/string_key.lua),
 // which the server may follow with where in the script it was raised; a
 // command's own WRONGTYPE names no key. The key holds a lock name, which
 // may itself contain " holds a " or ", not a string": it is parsed from the
 // end, where the type is one word the server chose.
-func wrongType(err error) *WrongTypeError {
+func WrongType(err error) *WrongTypeError {
 	e := &WrongTypeError{Err: err}
 	msg, ok := strings.CutPrefix(err.Error(), "WRONGTYPE key ")
 	end := strings.LastIndex(msg, ", not a string")
