@@ -1,6 +1,6 @@
 package redlock
 
-import "time"
+import "github.com/quorumlock/redlock/internal/lease"
 
 // clock is where the lock's own times come from: an attempt's start and
 // so Until, the validity checks of grant and Extend, the deadline that
@@ -18,19 +18,9 @@ import "time"
 // Implementations must be monotonic: the times Now returns are compared with
 // each other only, never with a wall clock, and never go backwards. The
 // system clock qualifies because time.Now carries a monotonic reading.
-type clock interface {
-	Now() time.Time
-	// AfterFunc calls f in its own goroutine once d has elapsed on this clock.
-	AfterFunc(d time.Duration, f func()) timer
-}
+type clock = lease.Clock
 
 // timer is what AfterFunc returns; Stop reports whether it prevented the call.
-type timer interface {
-	Stop() bool
-}
+type timer = lease.Timer
 
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
-func (systemClock) AfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
+type systemClock = lease.SystemClock

@@ -78,11 +78,8 @@ func (l *Lock) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) (s
 		select {
 		case <-quit:
 		case <-l.Done():
-			l.mu.Lock()
-			released := l.released
-			l.mu.Unlock()
-			if !released {
-				l.c.log.Warn("redlock: lock validity ended while held", "lock", l.name)
+			if !l.l.Released() {
+				l.c.log.Warn("redlock: lock validity ended while held", "lock", l.Name())
 			}
 			cancel(fmt.Errorf("%w: validity ended", ErrLockLost))
 		}
@@ -97,7 +94,7 @@ func (l *Lock) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) (s
 
 // extendEvery is keepAlive's extension loop.
 func (l *Lock) extendEvery(ctx context.Context, cancel context.CancelCauseFunc, quit <-chan struct{}) {
-	interval := l.currentTTL() / 3
+	interval := l.l.TTL() / 3
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
@@ -106,10 +103,10 @@ func (l *Lock) extendEvery(ctx context.Context, cancel context.CancelCauseFunc, 
 			return
 		case <-l.Done():
 			return // the watcher cancels
-		case <-l.ttlMoved:
+		case <-l.l.TTLMoved():
 			// fn extended the lock to another TTL (For): a shorter one
 			// must not wait for the timer armed under the longer.
-			interval = l.currentTTL() / 3
+			interval = l.l.TTL() / 3
 			t.Reset(interval)
 			continue
 		case <-t.C:
@@ -117,15 +114,15 @@ func (l *Lock) extendEvery(ctx context.Context, cancel context.CancelCauseFunc, 
 		err := l.Extend(ctx)
 		if err == nil {
 			// fn may have extended the lock to another TTL (For).
-			interval = l.currentTTL() / 3
+			interval = l.l.TTL() / 3
 			t.Reset(interval)
 			continue
 		}
 		if ctx.Err() != nil {
 			return // stopped
 		}
-		if errors.Is(err, ErrExpired) || l.remaining() <= interval {
-			l.c.log.Warn("redlock: lock lost: extension failed", "lock", l.name, "err", err)
+		if errors.Is(err, ErrExpired) || l.l.Remaining() <= interval {
+			l.c.log.Warn("redlock: lock lost: extension failed", "lock", l.Name(), "err", err)
 			cancel(fmt.Errorf("%w: %w", ErrLockLost, err))
 			return
 		}

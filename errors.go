@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/kind"
+	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
 )
 
@@ -194,6 +194,17 @@ type QuorumError struct {
 	own   bool
 }
 
+// publicError turns the lease engine's *lease.Failure into a *QuorumError;
+// any other error, and nil, stay as they are.
+func publicError(err error) error {
+	f, ok := err.(*lease.Failure)
+	if !ok {
+		return err
+	}
+	return &QuorumError{Op: f.Op, Name: f.Name, Kind: f.Kind, Cause: f.Cause, Nodes: f.Nodes,
+		lostToPromises: f.LostToPromises, after: f.After, own: f.Own}
+}
+
 // ended is the error of a Lock whose ctx ended after attempt e: e, with
 // ctx's error as its cause. Refusals that may have come from this client's
 // own release or rollback of the name, still in flight, are no evidence of
@@ -225,7 +236,7 @@ func (e *QuorumError) Error() string {
 	}
 	if len(e.Nodes) > 0 {
 		b.WriteString(" [")
-		b.WriteString(summarize(e.Nodes))
+		b.WriteString(lease.Summarize(e.Nodes))
 		b.WriteString("]")
 	}
 	return b.String()
@@ -241,76 +252,6 @@ func (e *QuorumError) Unwrap() []error {
 		errs = append(errs, e.Cause)
 	}
 	return errs
-}
-
-// summarize renders outcome counts and the distinct errors of the nodes
-// that failed, such as "2 granted, 3 failed of 5: dial tcp 10.0.0.3:6379:
-// connect: connection refused (node 2); OOM command not allowed when used
-// memory > 'maxmemory'. (nodes 3,4)". An operator reads the cause there
-// rather than guessing it from the counts.
-func summarize(nodes []NodeResult) string {
-	var counts [round.NumOutcomes]int
-	for _, n := range nodes {
-		counts[n.Outcome]++
-	}
-	parts := make([]string, 0, round.NumOutcomes)
-	for o := Outcome(0); o < round.NumOutcomes; o++ {
-		if counts[o] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
-		}
-	}
-	s := fmt.Sprintf("%s of %d", strings.Join(parts, ", "), len(nodes))
-	if causes := failureCauses(nodes); causes != "" {
-		s += ": " + causes
-	}
-	return s
-}
-
-// maxCauses and maxCauseLen keep a message readable when every node fails
-// differently, or a node's error is long.
-const maxCauses, maxCauseLen = 4, 200
-
-// failureCauses lists the distinct errors of the failed nodes, each with
-// the nodes that gave it, in node order.
-func failureCauses(nodes []NodeResult) string {
-	type cause struct {
-		text  string
-		nodes []string
-	}
-	var causes []cause
-	for _, n := range nodes {
-		if n.Outcome != NodeFailed || n.Err == nil {
-			continue
-		}
-		text := strings.TrimPrefix(n.Err.Error(), "redlock: ")
-		if len(text) > maxCauseLen {
-			text = strings.ToValidUTF8(text[:maxCauseLen], "") + "..."
-		}
-		found := false
-		for i := range causes {
-			if causes[i].text == text {
-				causes[i].nodes = append(causes[i].nodes, strconv.Itoa(n.Node))
-				found = true
-				break
-			}
-		}
-		if !found {
-			causes = append(causes, cause{text, []string{strconv.Itoa(n.Node)}})
-		}
-	}
-	parts := make([]string, 0, min(len(causes), maxCauses)+1)
-	for i, c := range causes {
-		if i == maxCauses {
-			parts = append(parts, fmt.Sprintf("%d more", len(causes)-maxCauses))
-			break
-		}
-		which := "node "
-		if len(c.nodes) > 1 {
-			which = "nodes "
-		}
-		parts = append(parts, fmt.Sprintf("%s (%s%s)", c.text, which, strings.Join(c.nodes, ",")))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // WrongTypeError is a node's refusal of a lock whose keys include one that

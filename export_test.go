@@ -84,9 +84,7 @@ func WaitAbandoned(c *Client, d time.Duration) bool {
 // SettlingLen is how many names c still records a release in flight for
 // (settle.go): the adversarial review's leak checks read it.
 func SettlingLen(c *Client) int {
-	c.settling.mu.Lock()
-	defer c.settling.mu.Unlock()
-	return len(c.settling.m)
+	return c.leases.SettlingLen()
 }
 
 // AcquireScript is the unfenced acquisition script, for tests that drive a

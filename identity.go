@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
@@ -107,8 +108,8 @@ func (c *Client) readStates(ctx context.Context) ([]*nodeState, *round.Tally, er
 func (c *Client) readStatesUntil(ctx context.Context, soon func(*round.Tally) (time.Time, bool)) ([]*nodeState, *round.Tally, error) {
 	out := make([]*nodeState, len(c.nodes))
 	k := &c.keys
-	keys := []string{k.uuid, k.roster, k.id, k.replid, k.lost, k.counter, k.maxTTL}
-	nonce := newValue()
+	keys := []string{k.UUID, k.Roster, k.ID, k.Replid, k.Lost, k.Counter, k.MaxTTL}
+	nonce := lease.NewValue()
 	t, err := c.onNodesUntil(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
 		v, err := nodescript.NodeState.Run(ctx, node, keys, nonce).Slice()
 		if err != nil {
@@ -183,8 +184,8 @@ func (c *Client) NodeIDs(ctx context.Context) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v := judgeList(states, len(c.nodes)); v.err != nil {
-		return nil, v.err
+	if v := judgeList(states, len(c.nodes)); v.Err != nil {
+		return nil, v.Err
 	}
 	if err := distinctServers(states); err != nil {
 		return nil, err

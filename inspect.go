@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
@@ -87,7 +88,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 	key := c.lockKey(name)
 	keys := []any{key}
 	if c.cfg.fencing {
-		keys = append(keys, highKey(key))
+		keys = append(keys, lease.HighKey(key))
 	}
 	call := nodescript.NewCall(nodescript.Inspect, keys)
 	var mu sync.Mutex
@@ -124,7 +125,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 	}
 	if err != nil || !t.Won() {
 		qe := &QuorumError{Op: "inspect", Name: name, Kind: ErrUnavailable, Cause: err, Nodes: t.Snapshot()}
-		if kind := blockingKind(t); kind != nil {
+		if kind := lease.BlockingKind(t); kind != nil {
 			qe.Kind = kind
 		}
 		return info, qe

@@ -8,7 +8,7 @@ import (
 // A LockOption sets something for one lock: given to TryLock, Lock or Do
 // it applies to that acquisition, given to Extend to that extension. For
 // is the only one so far.
-type LockOption func(*lease)
+type LockOption func(*term)
 
 // For sets the lock's TTL for this one call, in place of the client's
 // (WithTTL): c.Lock(ctx, "report", redlock.For(time.Minute)) takes the lock
@@ -27,25 +27,25 @@ type LockOption func(*lease)
 // node that lost its data waits that long: a lease longer than the other
 // clients' makes repairs of its nodes wait longer, never too little.
 func For(ttl time.Duration) LockOption {
-	return func(ls *lease) { ls.ttl, ls.arg = ttl, nil }
+	return func(ls *term) { ls.ttl, ls.arg = ttl, nil }
 }
 
-// lease is one lock's TTL, and its milliseconds boxed once for the scripts.
-type lease struct {
+// term is one lock's TTL, and its milliseconds boxed once for the scripts.
+type term struct {
 	ttl time.Duration
 	arg any
 }
 
 // defaultLease is the client's TTL, as WithTTL set it.
-func (c *Client) defaultLease() lease { return lease{ttl: c.cfg.ttl, arg: c.args.ttl} }
+func (c *Client) defaultLease() term { return term{ttl: c.cfg.ttl, arg: c.args.ttl} }
 
 // leaseOf applies opts to base and checks the TTL they set. A nil option
 // is ErrNilOption.
-func (c *Client) leaseOf(base lease, opts []LockOption) (lease, error) {
+func (c *Client) leaseOf(base term, opts []LockOption) (term, error) {
 	ls := base
 	for i, o := range opts {
 		if o == nil {
-			return lease{}, fmt.Errorf("%w: opts[%d]", ErrNilOption, i)
+			return term{}, fmt.Errorf("%w: opts[%d]", ErrNilOption, i)
 		}
 		o(&ls)
 	}
@@ -53,7 +53,7 @@ func (c *Client) leaseOf(base lease, opts []LockOption) (lease, error) {
 		return ls, nil // base, unchanged
 	}
 	if err := c.cfg.validateTTL(ls.ttl, "For"); err != nil {
-		return lease{}, err
+		return term{}, err
 	}
 	ls.arg = ls.ttl.Milliseconds()
 	return ls, nil

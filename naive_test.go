@@ -5,13 +5,14 @@ import (
 	"errors"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
 // The broken token schemes of docs/fencing.md, for the tests that must show
 // their checks can fail. They compose the protocol's pieces (round 1, the
-// commit round, the validity) differently from (*Lock).grant, which knows
+// commit round, the validity) differently from (*lease.Lease).Grant, which knows
 // nothing of them, and are injected from here (Naive): production code has
 // no hook for them.
 type NaiveVariant uint8
@@ -23,7 +24,7 @@ const (
 )
 
 // Naive acquires locks through Client by the broken scheme Variant: round 1
-// as TryLock sends it, then naiveGrant in place of (*Lock).grant. It skips
+// as TryLock sends it, then naiveGrant in place of (*lease.Lease).Grant. It skips
 // the Trace and Observer reports of an attempt, which no naive test uses.
 // Its Lock satisfies chaos.Locker, for the harness's calibration.
 type Naive struct {
@@ -41,21 +42,22 @@ func (n Naive) TryLock(ctx context.Context, name string, _ ...LockOption) (*Lock
 	if err != nil {
 		return nil, err
 	}
-	l := c.newLock(name, c.defaultLease())
-	l.list = list
+	ls := c.defaultLease()
+	l := c.leases.Begin(lease.Request{Name: name, Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, List: list,
+		Shape: lease.Mutex(c.cfg.keyPrefix, name)})
 	start := c.cfg.clock.Now()
-	t, ctxErr := l.roundOne(ctx, 0)
+	t, ctxErr := l.RoundOne(ctx, 0)
 	if t == nil {
 		return nil, ctxErr // closed
 	}
 	var commit []NodeResult
 	var kind, cause error
 	if ctxErr == nil && t.Won() {
-		if commit, kind, cause = l.naiveGrant(ctx, n.Variant, start, t); kind == nil && cause == nil {
-			return l, nil
+		if commit, kind, cause = naiveGrant(ctx, c, l, n.Variant, start, t); kind == nil && cause == nil {
+			return &Lock{c: c, l: l}, nil
 		}
 	}
-	return nil, l.fail(t, ctxErr, commit, kind, cause)
+	return nil, publicError(l.Fail(t, ctxErr, commit, kind, cause))
 }
 
 // Lock retries TryLock, a retry delay apart, until it succeeds, fails with
@@ -65,7 +67,7 @@ func (n Naive) Lock(ctx context.Context, name string) (*Lock, error) {
 	for {
 		l, err := n.TryLock(ctx, name)
 		var qe *QuorumError
-		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || final(qe.Kind) {
+		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || lease.Final(qe.Kind) {
 			return l, err
 		}
 		if !sleepCtx(ctx, n.Client.retryDelay()) {
@@ -75,11 +77,10 @@ func (n Naive) Lock(ctx context.Context, name string) (*Lock, error) {
 	}
 }
 
-// naiveGrant is grant by the scheme v.
-func (l *Lock) naiveGrant(ctx context.Context, v NaiveVariant, start time.Time, t *round.Tally) (commit []NodeResult, kind, cause error) {
-	c := l.c
+// naiveGrant is the lease engine's Grant by the scheme v.
+func naiveGrant(ctx context.Context, c *Client, l *lease.Lease, v NaiveVariant, start time.Time, t *round.Tally) (commit []NodeResult, kind, cause error) {
 	if !c.cfg.fencing {
-		return l.grant(ctx, start, t)
+		return l.Grant(ctx, start, t)
 	}
 	until := start.Add(c.cfg.ttl - c.cfg.drift())
 	validity := func() time.Duration { return until.Sub(c.cfg.clock.Now()) }
@@ -88,7 +89,7 @@ func (l *Lock) naiveGrant(ctx context.Context, v NaiveVariant, start time.Time, 
 		return nil, ErrNoValidity, nil
 	}
 	if v != NaiveNoCommit {
-		commit, kind, cause = l.commitRound(ctx, token, l.commitWithoutAbort(token))
+		commit, kind, cause = l.CommitRound(ctx, token, commitWithoutAbort(l, token))
 		if kind != nil || cause != nil {
 			return commit, kind, cause
 		}
@@ -96,17 +97,16 @@ func (l *Lock) naiveGrant(ctx context.Context, v NaiveVariant, start time.Time, 
 	if v != NaiveEarlyValidity && validity() <= 0 { // (2) checked it before round 2 only
 		return commit, ErrNoValidity, nil
 	}
-	l.token = uint64(token)
-	l.acquired(t.Snapshot(), until)
+	l.Acquired(uint64(token), t.Snapshot(), until)
 	return commit, nil, nil
 }
 
 // commitWithoutAbort is round 2 on one node with no abort rule: a newer
 // token committed there does not stop the acquisition.
-func (l *Lock) commitWithoutAbort(token int64) round.NodeOp {
-	call := l.commitCall(token)
+func commitWithoutAbort(l *lease.Lease, token int64) round.NodeOp {
+	call := l.Shape().Commit(l, token)
 	return func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		h, o, err := l.commitOn(ctx, call, i, node)
+		h, o, err := l.CommitOn(ctx, call, i, node)
 		return o, h, err
 	}
 }

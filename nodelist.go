@@ -2,13 +2,13 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
@@ -41,75 +41,18 @@ func (e *NodeListError) Error() string {
 
 func (e *NodeListError) Unwrap() error { return ErrWrongNodeList }
 
-// listView is what one check found.
-type listView struct {
-	err    error        // a *NodeListError, or nil
-	kind   error        // what no retry fixes, if every node failed so (ErrAuth...)
-	nodes  []NodeResult // the check's outcome on each node
-	roster any          // fenced: the deployment's roster, boxed for the scripts; "" if none
-	ids    []int        // fenced: per node, the id it showed while intact; -1 none
-	seen   []bool       // per node: it answered the check
-}
-
-// admit reports whether node i's vote counts in attempt l (in round 1 or
-// the commit), given
-// the fencing id it answered with (fenced; ignored without fencing). A
-// fenced reply passed the roster check on the node. Its id must be the one
-// the check saw there or, for a node the check did not see intact (down,
-// or being repaired then), one no other node holds: an attempt counts each
-// member of the deployment once, however many addresses lead to it.
-func (v *listView) admit(l *Lock, i int, id int) bool {
-	if !l.c.cfg.fencing {
-		// Without fencing a node shows no identity in its replies. One
-		// silent at the check counts, and its reply starts a check, which
-		// refuses the list if it is another address of a listed server.
-		// Holding its vote until then failed most attempts under load (256
-		// clients: 1,180 of 2,000), so a server listed twice and silent at
-		// the first check can count twice until that check ends
-		// (docs/fencing.md, "What is not covered").
-		if !v.seen[i] {
-			l.c.checkList(false)
-		}
-		return true
-	}
-	if v.ids[i] >= 0 {
-		return v.ids[i] == id
-	}
-	if slices.Contains(v.ids, id) {
-		return false
-	}
-	l.idsMu.Lock()
-	defer l.idsMu.Unlock()
-	if l.ids == nil {
-		l.ids = make([]int, len(v.ids))
-		for j := range l.ids {
-			l.ids[j] = -1
-		}
-	}
-	if l.ids[i] >= 0 || slices.Contains(l.ids, id) {
-		return l.ids[i] == id
-	}
-	l.ids[i] = id
-	l.c.checkList(false) // to learn it
-	return true
-}
-
 // nodeList holds the last check and runs the next.
 type nodeList struct {
-	view    atomic.Pointer[listView]
+	view    atomic.Pointer[lease.View]
 	mu      sync.Mutex
 	running chan struct{} // closed when the check under way ends; nil: none
 	last    time.Time     // when the last check began
 	ended   time.Time     // when the last check ended
 }
 
-// errNotChecked is the Err of a node whose vote does not count until the
-// next check of the node list (see nodeList).
-var errNotChecked = errors.New("redlock: node not counted: it did not show its identity at the node list check (a new check is under way)")
-
 // checkedList returns the view this client's attempts count votes by,
 // waiting for the first check if none ended yet.
-func (c *Client) checkedList(ctx context.Context) (*listView, error) {
+func (c *Client) checkedList(ctx context.Context) (*lease.View, error) {
 	if v := c.list.view.Load(); v != nil {
 		return v, nil
 	}
@@ -127,12 +70,12 @@ func (c *Client) checkedList(ctx context.Context) (*listView, error) {
 
 // attemptList is checkedList for an attempt on name: it fails as the
 // attempt would, with a *QuorumError.
-func (c *Client) attemptList(ctx context.Context, name string) (*listView, error) {
+func (c *Client) attemptList(ctx context.Context, name string) (*lease.View, error) {
 	list, err := c.checkedList(ctx)
 	if err != nil {
 		return nil, c.noVerdict(name, err)
 	}
-	if list.err != nil || !slices.Contains(list.seen, true) {
+	if list.Err != nil || !slices.Contains(list.Seen, true) {
 		// A verdict against the list may be stale (the operator fixed the
 		// nodes), and a check that saw nobody tells nothing: check again,
 		// unless one just ended, and go by that.
@@ -145,17 +88,17 @@ func (c *Client) attemptList(ctx context.Context, name string) (*listView, error
 			list = c.list.view.Load()
 		}
 	}
-	if !slices.Contains(list.seen, true) {
+	if !slices.Contains(list.Seen, true) {
 		// No node answered the check, which waited as long as an attempt
 		// would: the attempt would find the same.
 		kind := ErrUnavailable
-		if list.kind != nil {
-			kind = list.kind
+		if list.Kind != nil {
+			kind = list.Kind
 		}
-		return nil, &QuorumError{Op: "lock", Name: name, Kind: kind, Nodes: list.nodes}
+		return nil, &QuorumError{Op: "lock", Name: name, Kind: kind, Nodes: list.Nodes}
 	}
-	if list.err != nil {
-		return nil, &QuorumError{Op: "lock", Name: name, Kind: ErrWrongNodeList, Cause: list.err}
+	if list.Err != nil {
+		return nil, &QuorumError{Op: "lock", Name: name, Kind: ErrWrongNodeList, Cause: list.Err}
 	}
 	return list, nil
 }
@@ -235,14 +178,14 @@ func (c *Client) checkList(now bool) <-chan struct{} {
 
 // readList reads every node and judges the list; nil if the client closed
 // or ctx ended first.
-func (c *Client) readList(ctx context.Context, first bool) *listView {
+func (c *Client) readList(ctx context.Context, first bool) *lease.View {
 	// The first attempt waits for the check, so the check waits no longer
 	// than it must: a grace once a majority answered; a node timeout once
 	// any node did (a majority paused, say: the attempt then waits for
 	// them itself, and should not wait twice); and, while no node has
 	// answered, up to the round's patience (a saturated machine answers
 	// late, and a check that saw nobody would fail the attempts after it).
-	// A node silent then is checked at its first reply (listView.admit).
+	// A node silent then is checked at its first reply (lease.View).
 	// A later check runs in the background, and nobody waits for it: it
 	// waits the node timeout for every node, so that a node a little
 	// farther than the others is seen (a grace would miss it at every
@@ -261,7 +204,7 @@ func (c *Client) readList(ctx context.Context, first bool) *listView {
 		}
 		c.remember(states)
 		v := judgeList(states, len(c.nodes))
-		v.nodes, v.kind = t.Snapshot(), blockingKind(t)
+		v.Nodes, v.Kind = t.Snapshot(), lease.BlockingKind(t)
 		return v
 	}
 	states := make([]*nodeState, len(c.nodes))
@@ -280,7 +223,7 @@ func (c *Client) readList(ctx context.Context, first bool) *listView {
 		}
 	}
 	v := judgeList(states, len(c.nodes))
-	v.nodes, v.kind = t.Snapshot(), blockingKind(t)
+	v.Nodes, v.Kind = t.Snapshot(), lease.BlockingKind(t)
 	return v
 }
 

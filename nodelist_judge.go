@@ -4,23 +4,25 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/quorumlock/redlock/internal/lease"
 )
 
 // What a check of the node list finds wrong with a list, in sentences that
 // name the nodes and what to fix (nodelist.go).
 
 // judgeList checks what the nodes that answered hold (nil: no answer).
-func judgeList(states []*nodeState, n int) *listView {
-	v := &listView{roster: "", ids: make([]int, n), seen: make([]bool, n)}
+func judgeList(states []*nodeState, n int) *lease.View {
+	v := &lease.View{Roster: "", IDs: make([]int, n), Seen: make([]bool, n)}
 	var problems []string
 	servers := map[string][]int{}
 	rosters := map[string][]int{}
 	for i, s := range states {
-		v.ids[i] = -1
+		v.IDs[i] = -1
 		if s == nil {
 			continue
 		}
-		v.seen[i] = true
+		v.Seen[i] = true
 		if s.runID != "" {
 			servers[s.runID] = append(servers[s.runID], i)
 		}
@@ -38,9 +40,9 @@ func judgeList(states []*nodeState, n int) *listView {
 	case 0: // not provisioned, or every node that answered lost its data: the attempts say which
 	case 1:
 		for r := range rosters {
-			v.roster = r
+			v.Roster = r
 		}
-		if k := strings.Count(v.roster.(string), ",") + 1; k != n {
+		if k := strings.Count(v.Roster.(string), ",") + 1; k != n {
 			problems = append(problems, fmt.Sprintf("the deployment has %d nodes (its roster), the list %d: "+
 				"list every node of the deployment, once", k, n))
 		}
@@ -59,7 +61,7 @@ func judgeList(states []*nodeState, n int) *listView {
 	}
 	holder := map[int]int{}
 	for i, s := range states {
-		if s == nil || !s.intact() || s.roster != v.roster {
+		if s == nil || !s.intact() || s.roster != v.Roster {
 			continue
 		}
 		if j, dup := holder[s.id]; dup {
@@ -68,11 +70,11 @@ func judgeList(states []*nodeState, n int) *listView {
 			continue
 		}
 		holder[s.id] = i
-		v.ids[i] = s.id
+		v.IDs[i] = s.id
 	}
 	if len(problems) > 0 {
 		slices.Sort(problems)
-		v.err = &NodeListError{Problems: problems}
+		v.Err = &NodeListError{Problems: problems}
 	}
 	return v
 }

@@ -227,12 +227,6 @@ func (c *config) rounds() time.Duration {
 
 func (c *config) drift() time.Duration { return c.driftOf(c.ttl) }
 
-// stopMargin is how long before Until the Done of a lock under ttl
-// closes (see Done).
-func stopMargin(ttl time.Duration) time.Duration {
-	return min(max(ttl/50, 20*time.Millisecond), ttl/10)
-}
-
 func (c *config) driftOf(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*c.driftFactor) + driftConstant
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/protomodel"
 	"github.com/quorumlock/redlock/node"
@@ -108,7 +109,7 @@ type diffEnv struct {
 	t      *testing.T
 	rdb    *redis.Client
 	c      *Client
-	l      *Lock
+	l      *lease.Lease
 	replid string // the node's master_replid
 	other  string // another replication id
 	base   int64  // node ms at diffNow, in the current case
@@ -136,23 +137,22 @@ func newDiffEnv(ctx context.Context, t *testing.T, rdb *redis.Client) *diffEnv {
 	if other == replid {
 		other = strings.Repeat("f", len(replid))
 	}
-	// The library's own client and lock, as far as building the calls
-	// needs: the calls are made by fencedAcquireCall, commitCall and
-	// releaseCall themselves.
+	// The library's own client, lease engine and lease, as far as building
+	// the calls needs: the calls are made by the mutex's shape itself (the
+	// release's as the engine builds it: a marker unless sure).
 	c := &Client{
 		nodes: make([]redis.UniversalClient, 1),
 		cfg:   config{keyPrefix: "redlock", ttl: diffTTL * diffUnit * time.Millisecond, retention: diffRetention * time.Millisecond},
-		keys:  newNodeKeys("redlock"),
+		keys:  lease.NewNodeKeys("redlock"),
 	}
-	c.args = scriptArgs{ttl: int64(diffTTL * diffUnit), markerTTL: int64(10 * diffTTL * diffUnit),
-		staleWaiter: int64(diffUnit), promiseFor: int64(diffUnit), retention: int64(diffRetention)}
-	l := c.newLock("x", c.defaultLease())
-	l.value = valueStr(diffValue)
-	l.marker = markerKey(l.key, l.value)
-	_, queue, seen := lockKeys("redlock", "x")
-	l.keyArgs = nodescript.BoxKeys(l.key, l.marker, nextKey(l.key), queue, seen)
-	l.valueArg = l.value
-	l.list = &listView{roster: rosterStr(rosterRight)}
+	c.args = scriptArgs{ttl: int64(diffTTL * diffUnit), retention: int64(diffRetention)}
+	e := lease.New(lease.Config{Nodes: c.nodes, Fencing: true, TTL: c.cfg.ttl, Keys: c.keys,
+		Args: lease.Args{MarkerTTL: int64(10 * diffTTL * diffUnit), StaleWaiter: int64(diffUnit),
+			PromiseFor: int64(diffUnit), Retention: int64(diffRetention)}})
+	ls := c.defaultLease()
+	l := e.Begin(lease.Request{Name: "x", Term: lease.Term{TTL: ls.ttl, Arg: ls.arg},
+		List:  &lease.View{Roster: rosterStr(rosterRight)},
+		Shape: func(string) lease.Shape { return lease.Mutex("redlock", "x")(valueStr(diffValue)) }})
 	return &diffEnv{ctx: ctx, t: t, rdb: rdb, c: c, l: l, replid: replid, other: other, counts: map[string]int{}}
 }
 
@@ -276,33 +276,33 @@ func (d *diffEnv) encode(dc diffCase) {
 	expired := false
 	_, err = d.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if n.ID >= 0 {
-			p.Set(ctx, k.id, strconv.Itoa(int(n.ID)), 0)
+			p.Set(ctx, k.ID, strconv.Itoa(int(n.ID)), 0)
 		}
-		p.Set(ctx, k.replid, d.runStr(n.RecRun), 0)
+		p.Set(ctx, k.Replid, d.runStr(n.RecRun), 0)
 		if n.UUID >= 0 {
-			p.Set(ctx, k.uuid, uuidStr(n.UUID), 0)
+			p.Set(ctx, k.UUID, uuidStr(n.UUID), 0)
 		}
 		if dc.roster != rosterAbsent {
-			p.Set(ctx, k.roster, rosterStr(dc.roster), 0)
+			p.Set(ctx, k.Roster, rosterStr(dc.roster), 0)
 		}
 		if n.Stamp.Set {
-			p.Set(ctx, k.lost, d.stampStr(n.Stamp), 0)
+			p.Set(ctx, k.Lost, d.stampStr(n.Stamp), 0)
 		}
 		if n.G != 0 {
-			p.Set(ctx, k.counter, n.G, 0)
+			p.Set(ctx, k.Counter, n.G, 0)
 		}
 		if n.E != 0 {
-			p.Set(ctx, k.floor, n.E, diffRetention*time.Millisecond)
+			p.Set(ctx, k.Floor, n.E, diffRetention*time.Millisecond)
 		}
 		if n.H != 0 {
-			p.Set(ctx, highKey(d.l.key), n.H, diffRetention*time.Millisecond)
+			p.Set(ctx, lease.HighKey(lease.Key(d.l.Shape())), n.H, diffRetention*time.Millisecond)
 		}
 		if n.Holder != 0 {
 			ttl := time.Duration(int(n.Expiry)-diffNow) * diffUnit * time.Millisecond
 			if ttl <= 0 {
 				ttl, expired = time.Millisecond, true
 			}
-			p.Set(ctx, d.l.key, valueStr(n.Holder), ttl)
+			p.Set(ctx, lease.Key(d.l.Shape()), valueStr(n.Holder), ttl)
 		}
 		return nil
 	})
@@ -321,10 +321,10 @@ func (d *diffEnv) decode(like protomodel.Node, nonce string) (protomodel.Node, r
 	var gets []*redis.StringCmd
 	var pttl *redis.DurationCmd
 	_, err := d.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, key := range []string{k.id, k.replid, k.uuid, k.roster, k.lost, k.counter, k.floor, highKey(d.l.key), d.l.key} {
+		for _, key := range []string{k.ID, k.Replid, k.UUID, k.Roster, k.Lost, k.Counter, k.Floor, lease.HighKey(lease.Key(d.l.Shape())), lease.Key(d.l.Shape())} {
 			gets = append(gets, p.Get(ctx, key))
 		}
-		pttl = p.PTTL(ctx, d.l.key)
+		pttl = p.PTTL(ctx, lease.Key(d.l.Shape()))
 		return nil
 	})
 	if err != nil && err != redis.Nil {
@@ -479,7 +479,7 @@ func (d *diffEnv) acquireCases() {
 
 func (d *diffEnv) acquireCase(dc diffCase) {
 	d.encode(dc)
-	vals, err := d.c.fencedAcquireCall(d.l, "", 0).Run(d.ctx, d.rdb).Int64Slice()
+	vals, err := d.l.Shape().Acquire(d.l, 0).Run(d.ctx, d.rdb).Int64Slice()
 	got := replyOf(vals, err)
 	want, wantReply := dc.n, ""
 	if outsideModel(dc) {
@@ -516,7 +516,7 @@ func (d *diffEnv) commitCases() {
 
 func (d *diffEnv) commitCase(dc diffCase, tok int32) {
 	d.encode(dc)
-	vals, err := d.l.commitCall(int64(tok)).Run(d.ctx, d.rdb).Int64Slice()
+	vals, err := d.l.Shape().Commit(d.l, int64(tok)).Run(d.ctx, d.rdb).Int64Slice()
 	got := replyOf(vals, err)
 	want, wantReply := dc.n, ""
 	if outsideModel(dc) {
@@ -545,7 +545,11 @@ func (d *diffEnv) releaseCases() {
 					i++
 					dc := mkCase(id, i%3, i%3, i%3, int32(i%4), 0, int32(i%2)*(2*256+1), lock)
 					d.encode(dc)
-					n, err := d.c.releaseCall(d.l, sure, announce).Run(d.ctx, d.rdb).Int64()
+					var markerTTL any = 0
+					if !sure {
+						markerTTL = int64(10 * diffTTL * diffUnit)
+					}
+					n, err := d.l.Shape().Release(d.l, markerTTL, announce).Run(d.ctx, d.rdb).Int64()
 					want := dc.n
 					r := want.Release(diffNow, diffValue)
 					d.check("release", dc, fmt.Sprintf("value %d, sure %v, announce %v", diffValue, sure, announce),
@@ -561,7 +565,7 @@ func (d *diffEnv) releaseCases() {
 // The uptime is not compared.
 func (d *diffEnv) readStateCases() {
 	k := &d.c.keys
-	keys := []string{k.uuid, k.roster, k.id, k.replid, k.lost, k.counter, k.maxTTL}
+	keys := []string{k.UUID, k.Roster, k.ID, k.Replid, k.Lost, k.Counter, k.MaxTTL}
 	const nonce = "r0"
 	i := 0
 	for id := range diffIDs {
@@ -626,7 +630,7 @@ func (d *diffEnv) wantStamp(dc diffCase, w int) protomodel.Stamp {
 // (Rules New, which the scripts implement).
 func (d *diffEnv) swapCases() {
 	k := &d.c.keys
-	keys := []string{k.uuid, k.id, k.lost}
+	keys := []string{k.UUID, k.ID, k.Lost}
 	i := 0
 	for id := range diffIDs {
 		for uuid := range diffUUIDs {
@@ -658,7 +662,7 @@ func (d *diffEnv) swapCases() {
 // id) is RepairOtherID.
 func (d *diffEnv) repairCases() {
 	k := &d.c.keys
-	keys := []string{k.uuid, k.roster, k.id, k.replid, k.lost, k.counter, k.floor, k.maxTTL}
+	keys := []string{k.UUID, k.Roster, k.ID, k.Replid, k.Lost, k.Counter, k.Floor, k.MaxTTL}
 	i := 0
 	ids := []struct {
 		id  int8

@@ -148,8 +148,8 @@ func (c *Client) provisionReport(ctx context.Context) (*ProvisionReport, error) 
 	if err := c.provisionable(states); err != nil {
 		return nil, err
 	}
-	if v := judgeList(states, len(c.nodes)); v.err != nil {
-		return nil, v.err
+	if v := judgeList(states, len(c.nodes)); v.Err != nil {
+		return nil, v.Err
 	}
 	rep := &ProvisionReport{IDs: make([]int, len(states))}
 	var silent []string

@@ -22,7 +22,7 @@ func (c *Client) claimRoster(ctx context.Context, states []*nodeState) ([]*nodeS
 	k := &c.keys
 	uuids := make([]string, len(c.nodes))
 	t, err := c.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		u, err := nodescript.Claim.Run(ctx, node, []string{k.uuid, k.roster, k.id}, uuid.NewString()).Text()
+		u, err := nodescript.Claim.Run(ctx, node, []string{k.UUID, k.Roster, k.ID}, uuid.NewString()).Text()
 		uuids[i] = u
 		return outcomeOf(err)
 	})
@@ -44,7 +44,7 @@ func (c *Client) claimRoster(ctx context.Context, states []*nodeState) ([]*nodeS
 	}
 	roster := strings.Join(slices.Sorted(slices.Values(uuids)), ",")
 	t, err = c.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		return outcomeOf(nodescript.Roster.Run(ctx, node, []string{k.uuid, k.roster}, uuids[i], roster).Err())
+		return outcomeOf(nodescript.Roster.Run(ctx, node, []string{k.UUID, k.Roster}, uuids[i], roster).Err())
 	})
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
 			return NodeGranted, 0, nil
 		}
 		rank := slices.Index(members, states[i].uuid)
-		id, err := nodescript.Assign.Run(ctx, node, []string{k.uuid, k.roster, k.id, k.replid, k.lost},
+		id, err := nodescript.Assign.Run(ctx, node, []string{k.UUID, k.Roster, k.ID, k.Replid, k.Lost},
 			states[i].uuid, roster, rank).Int()
 		if err == nil && id != rank {
 			err = fmt.Errorf("%w: node %d lost its uuid or roster while being provisioned", ErrAmnesia, i)

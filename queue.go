@@ -6,15 +6,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
-	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
 // leaveQueue takes a waiter that gave up out of the lock's queue on every
 // node, in the background, withdrawing a promise made to it.
 func (c *Client) leaveQueue(key, waiter string, after []chan struct{}) {
-	keys := []string{key, nextKey(key), queueKey(key), seenKey(key)}
+	keys := []string{key, lease.NextKey(key), lease.QueueKey(key), lease.SeenKey(key)}
 	select {
 	case <-c.rounds.Closing():
 		c.leaveClosed(keys, waiter, after)
@@ -84,24 +84,6 @@ func (c *Client) promiseFor() int64 { return c.promiseLife().Milliseconds() + 1 
 
 func (c *Client) promiseLife() time.Duration { return 2 * c.cfg.nodeTimeout }
 
-// lostToPromises reports a waiter's attempt that some nodes granted and
-// that so many nodes refused because the free lock was promised to other
-// waiters that this one cannot be promised a majority. Waiters that joined
-// at the same moment can stand in the nodes' queues in different orders,
-// and a release then promises the lock to different waiters on different
-// nodes: none of them can take a majority, and all would wait for the
-// promises to expire (promiseFor), again after each such release.
-//
-// Only that count says so. A waiter promised a majority may still lose an
-// attempt, to a node that answers after the others (the contention grace):
-// it must keep its promises and take the lock at its next attempt, or the
-// waiters behind it would go first (TestMajorityPromiseSurvivesASlowNode).
-// The count includes replies that came after the attempt was decided; each
-// is a node promised to another waiter all the same.
-func (l *Lock) lostToPromises(t *round.Tally) bool {
-	return l.waiter != "" && t.Granted() > 0 && int(l.promisedElsewhere.Load()) > t.N-t.Majority
-}
-
 // yieldPromise gives back, on every node, a promise of the lock to waiter,
 // and where it did, publishes an empty notification, which wakes each
 // waiting client's oldest waiter for the lock. Lock calls it after an
@@ -114,7 +96,7 @@ func (l *Lock) lostToPromises(t *round.Tally) bool {
 // until someone takes it. That costs the waiter its turn, not the lock its
 // safety; it needs a release within the yield's flight.
 func (c *Client) yieldPromise(key, waiter string) {
-	keys := []string{key, nextKey(key)}
+	keys := []string{key, lease.NextKey(key)}
 	_, _ = c.rounds.FanOut(context.Background(), "yield", nil, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (Outcome, int64, error) {
 		if err := nodescript.Yield.Run(ctx, node, keys, waiter).Err(); err != nil {
 			return NodeFailed, 0, err

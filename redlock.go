@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
@@ -21,20 +22,20 @@ type Client struct {
 	log   *slog.Logger
 
 	rounds *round.Engine  // the round engine: calls, workers, node health, closing
+	leases *lease.Engine  // the lease engine: acquire, extend, release, settle
 	locks  sync.WaitGroup // running Lock calls: Close waits for their leaves
 	// stopped is closed once Close has run and every goroutine of the
 	// client has ended (the engine's and the notifier's).
 	stopped   chan struct{}
 	closeOnce sync.Once
 
-	amnesiac  []atomic.Bool // per node: the amnesia warning was given
-	repairing []atomic.Bool // per node: an online repair runs (repair.go)
-	keys      nodeKeys      // the per-node fencing keys
-	list      nodeList      // the check of the node list (nodelist.go)
+	amnesiac  []atomic.Bool  // per node: the amnesia warning was given
+	repairing []atomic.Bool  // per node: an online repair runs (repair.go)
+	keys      lease.NodeKeys // the per-node fencing keys
+	list      nodeList       // the check of the node list (nodelist.go)
 	knownMu   sync.Mutex
 	known     []string   // per node: the uuid this client saw it hold (repair.go)
 	stamps    stampWatch // per node: the lost stamp seen, and since when (repair_delay.go)
-	settling  settling   // releases still in flight after Unlock returned
 
 	notify notifier // release notifications for waiters in Lock
 	// id names the client in its waiters' ids ("<id>/<n>") and in the
@@ -48,9 +49,11 @@ type Client struct {
 }
 
 // scriptArgs are the script arguments that depend only on the
-// configuration, boxed once (see nodescript.Call).
+// configuration, boxed once (see nodescript.Call): the client's TTL and
+// the fencing retention, for its own calls; the lease engine's args.
 type scriptArgs struct {
-	ttl, markerTTL, staleWaiter, promiseFor, retention any
+	ttl, retention any
+	lease          lease.Args
 }
 
 // New returns a client over nodes, which must be independent masters (not
@@ -122,7 +125,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		log:       log,
 		amnesiac:  make([]atomic.Bool, len(nodes)),
 		repairing: make([]atomic.Bool, len(nodes)),
-		keys:      newNodeKeys(cfg.keyPrefix),
+		keys:      lease.NewNodeKeys(cfg.keyPrefix),
 		known:     make([]string, len(nodes)),
 		stamps:    newStampWatch(len(nodes)),
 		id:        uuid.NewString(),
@@ -131,12 +134,21 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		Hooks: traceHooks(cfg.trace)})
 	c.notify.c = c
 	c.args = scriptArgs{
-		ttl:         cfg.ttl.Milliseconds(),
-		markerTTL:   c.markerTTL().Milliseconds(),
-		staleWaiter: c.staleWaiter(),
-		promiseFor:  c.promiseFor(),
-		retention:   cfg.retention.Milliseconds(),
+		ttl:       cfg.ttl.Milliseconds(),
+		retention: cfg.retention.Milliseconds(),
 	}
+	c.args.lease = lease.Args{
+		MarkerTTL:   (10 * cfg.ttl).Milliseconds(), // see Engine.markerTTL
+		StaleWaiter: c.staleWaiter(),
+		PromiseFor:  c.promiseFor(),
+		Retention:   c.args.retention,
+	}
+	c.leases = lease.New(lease.Config{
+		Rounds: c.rounds, Nodes: c.nodes, Clock: cfg.clock, Fencing: cfg.fencing,
+		TTL: cfg.ttl, NodeTimeout: cfg.nodeTimeout, Patience: cfg.patience(), Validity: c.cfg.validity,
+		Keys: c.keys, Args: c.args.lease, Log: log, Observed: cfg.observer != nil,
+		Hooks: lease.Hooks{RoundTwo: roundTwoHook(cfg.trace)}, Deployment: deployment{c},
+	})
 	return c, nil
 }
 

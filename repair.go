@@ -113,8 +113,8 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 	if target == nil {
 		return &QuorumError{Op: "repair", Kind: ErrUnavailable, Nodes: t.Snapshot()}
 	}
-	if v := judgeList(states, len(c.nodes)); v.err != nil {
-		return v.err // a repair over a wrong list would graft a stranger in
+	if v := judgeList(states, len(c.nodes)); v.Err != nil {
+		return v.Err // a repair over a wrong list would graft a stranger in
 	}
 	if target.intact() {
 		return nil
@@ -153,7 +153,7 @@ func (c *Client) repair(ctx context.Context, i int, rc repairConfig) error {
 	}
 	k := &c.keys
 	ok, err := nodescript.Repair.Run(ctx, c.nodes[i],
-		[]string{k.uuid, k.roster, k.id, k.replid, k.lost, k.counter, k.floor, k.maxTTL},
+		[]string{k.UUID, k.Roster, k.ID, k.Replid, k.Lost, k.Counter, k.Floor, k.MaxTTL},
 		u, roster, slices.Index(members, u), top+1, c.args.retention, longest.Milliseconds(), target.stamp).Int()
 	switch {
 	case err != nil:
@@ -251,7 +251,7 @@ func (c *Client) takeUUID(ctx context.Context, i int, states []*nodeState, membe
 	}
 	k := &c.keys
 	node := c.nodes[i]
-	keys := []string{k.uuid, k.id, k.lost}
+	keys := []string{k.UUID, k.ID, k.Lost}
 	got, err := nodescript.SwapUUID.Run(ctx, node, keys, own, u, states[i].stamp).Text()
 	if err != nil {
 		return "", fmt.Errorf("redlock: repair node %d: %w", i, err)

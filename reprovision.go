@@ -40,7 +40,7 @@ func (c *Client) Reprovision(ctx context.Context, above uint64) error {
 	k := &c.keys
 	floor := int64(above/256) + 1
 	t, err := c.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		return outcomeOf(nodescript.Reset.Run(ctx, node, []string{k.uuid, k.roster, k.id, k.replid, k.lost, k.counter, k.floor},
+		return outcomeOf(nodescript.Reset.Run(ctx, node, []string{k.UUID, k.Roster, k.ID, k.Replid, k.Lost, k.Counter, k.Floor},
 			floor, c.args.retention).Err())
 	})
 	if err != nil {

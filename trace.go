@@ -68,3 +68,15 @@ func traceHooks(t *Trace) round.Hooks {
 		},
 	}
 }
+
+// roundTwoHook hands t's RoundTwo to the lease engine, read at each call.
+func roundTwoHook(t *Trace) func(name string, token uint64) {
+	if t == nil {
+		return nil
+	}
+	return func(name string, token uint64) {
+		if t.RoundTwo != nil {
+			t.RoundTwo(name, token)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
 )
 
@@ -92,7 +93,7 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 		if errors.As(err, &qe) && qe.after != nil {
 			last = qe.after
 		}
-		if err == nil || qe == nil || qe.Cause != nil || final(qe.Kind) {
+		if err == nil || qe == nil || qe.Cause != nil || lease.Final(qe.Kind) {
 			return l, err
 		}
 		prev = qe

@@ -1,9 +1,10 @@
-package redlock
+package lease
 
 import (
 	"errors"
 	"strings"
 
+	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
@@ -11,17 +12,17 @@ import (
 // Why a node failed: the errors no retry can fix, and the cause of a node
 // that cannot be reached.
 
-// final reports a kind of failure for which Lock gives up at once.
-func final(kind error) bool {
-	switch kind {
-	case ErrWrongType, ErrNotProvisioned, ErrAuth, ErrNoPermission, ErrScript, ErrWrongNodeList, ErrFencingNode:
+// Final reports a kind of failure for which Lock gives up at once.
+func Final(k error) bool {
+	switch k {
+	case kind.ErrWrongType, kind.ErrNotProvisioned, kind.ErrAuth, kind.ErrNoPermission, kind.ErrScript, kind.ErrWrongNodeList, kind.ErrFencingNode:
 		return true
 	}
 	return false
 }
 
-// permanentKinds are what permanentKind returns, in its order.
-var permanentKinds = [...]error{ErrAuth, ErrNoPermission, ErrScript, ErrFencingNode}
+// permanentKinds are what PermanentKind returns, in its order.
+var permanentKinds = [...]error{kind.ErrAuth, kind.ErrNoPermission, kind.ErrScript, kind.ErrFencingNode}
 
 // transientCodes are the error codes a node replies with while it is in a
 // state that passes (full, busy with a script, loading, a replica during a
@@ -30,7 +31,7 @@ var permanentKinds = [...]error{ErrAuth, ErrNoPermission, ErrScript, ErrFencingN
 var transientCodes = [...]string{"OOM", "BUSY", "LOADING", "READONLY", "MISCONF", "TRYAGAIN",
 	"MASTERDOWN", "NOREPLICAS", "CLUSTERDOWN", "MAXCLIENTS"}
 
-// permanentKind returns ErrAuth, ErrNoPermission, ErrScript or
+// PermanentKind returns ErrAuth, ErrNoPermission, ErrScript or
 // ErrFencingNode for a node's error reply that the same call would get
 // again however often it is retried, and nil for any other error.
 //
@@ -45,7 +46,7 @@ var transientCodes = [...]string{"OOM", "BUSY", "LOADING", "READONLY", "MISCONF"
 // keys), and the node refuses them by their key names alone, so every
 // retry gets it again. It is the misconfiguration New refuses for a
 // ClusterClient with fencing: ErrFencingNode.
-func permanentKind(err error) error {
+func PermanentKind(err error) error {
 	var re redis.Error
 	if err == nil || !errors.As(err, &re) {
 		return nil
@@ -60,16 +61,16 @@ func permanentKind(err error) error {
 	case strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS") ||
 		strings.HasPrefix(msg, "ERR AUTH") || strings.HasPrefix(msg, "ERR invalid password") ||
 		strings.HasPrefix(msg, "ERR Protocol error: unauthenticated"):
-		return ErrAuth
+		return kind.ErrAuth
 	case strings.HasPrefix(msg, "CROSSSLOT"):
-		return ErrFencingNode
+		return kind.ErrFencingNode
 	case strings.Contains(msg, "NOPERM") || strings.Contains(msg, "The user executing the script can't") ||
 		strings.Contains(msg, "ACL failure in script"): // Valkey 8's words for a command the ACL denies a script
-		return ErrNoPermission
+		return kind.ErrNoPermission
 	case strings.HasPrefix(msg, "ERR ") && (strings.Contains(msg, "user_script") ||
 		strings.Contains(msg, "Error running script") || strings.Contains(msg, "Error compiling script") ||
 		strings.Contains(msg, "from script")):
-		return ErrScript
+		return kind.ErrScript
 	}
 	return nil
 }
@@ -78,8 +79,8 @@ func permanentKind(err error) error {
 func classifyAcquire(t *round.Tally) error {
 	blank := 0
 	for _, r := range t.Results {
-		if errors.Is(r.Err, ErrWrongType) {
-			return ErrWrongType
+		if errors.Is(r.Err, kind.ErrWrongType) {
+			return kind.ErrWrongType
 		}
 		if r.Err == errNoIdentity {
 			blank++
@@ -87,31 +88,31 @@ func classifyAcquire(t *round.Tally) error {
 	}
 	if blank >= t.Majority {
 		// Never provisioned, or a majority lost its data: no retry helps.
-		return ErrNotProvisioned
+		return kind.ErrNotProvisioned
 	}
-	if kind := blockingKind(t); kind != nil {
-		return kind
+	if k := BlockingKind(t); k != nil {
+		return k
 	}
-	if t.Granted()+t.Counts[NodeRefused] >= t.Majority {
-		return ErrLocked
+	if t.Granted()+t.Counts[round.NodeRefused] >= t.Majority {
+		return kind.ErrLocked
 	}
-	return ErrUnavailable
+	return kind.ErrUnavailable
 }
 
-// blockingKind returns the kind of the failures no retry can fix, when the
+// BlockingKind returns the kind of the failures no retry can fix, when the
 // nodes that failed so leave too few others to form a majority: the
 // attempt failed because of them, and every retry would. With several
 // kinds it is the one most of those nodes gave. It returns nil otherwise,
 // even if some nodes failed so: the others may still grant, and the
 // failures are in the error and the log.
-func blockingKind(t *round.Tally) error {
+func BlockingKind(t *round.Tally) error {
 	var counts [len(permanentKinds)]int
 	blocked := 0
 	for _, r := range t.Results {
-		if r.Outcome != NodeFailed {
+		if r.Outcome != round.NodeFailed {
 			continue
 		}
-		if k := permanentKind(r.Err); k != nil {
+		if k := PermanentKind(r.Err); k != nil {
 			blocked++
 			for i, pk := range permanentKinds {
 				if pk == k {

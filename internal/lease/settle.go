@@ -1,4 +1,4 @@
-package redlock
+package lease
 
 import (
 	"context"
@@ -35,13 +35,13 @@ import (
 // the attempt does not find the old value on a healthy node that was a
 // little slower, and never past the time the collector gives up on silent
 // nodes (round.Engine.Run).
-func (c *Client) settleBy(t *round.Tally, start time.Time) time.Time {
-	by := t.LastReply.Add(c.rounds.Grace(t))
-	giveUp := t.LastReply.Add(max(c.cfg.nodeTimeout, t.Slowest))
-	if hard := start.Add(c.cfg.nodeTimeout); hard.After(giveUp) {
+func (e *Engine) settleBy(t *round.Tally, start time.Time) time.Time {
+	by := t.LastReply.Add(e.Rounds.Grace(t))
+	giveUp := t.LastReply.Add(max(e.NodeTimeout, t.Slowest))
+	if hard := start.Add(e.NodeTimeout); hard.After(giveUp) {
 		giveUp = hard
 	}
-	if last := start.Add(c.cfg.patience()); last.Before(giveUp) {
+	if last := start.Add(e.Patience); last.Before(giveUp) {
 		giveUp = last
 	}
 	if giveUp.Before(by) {
@@ -63,7 +63,7 @@ type release struct {
 	calls   atomic.Int32    // not yet ended
 	settled chan struct{}   // closed when the last call ends
 	nodes   []chan struct{} // per node: closed when the call there ends
-	// until is when (Client.since) waiting for the rest stops being worth
+	// until is when (round.Engine.Since) waiting for the rest stops being worth
 	// it; 0 while the Unlock has not returned, and for ever if the Unlock
 	// did not win (there was no majority to keep it from).
 	until atomic.Int64
@@ -123,7 +123,7 @@ func (s *settling) inFlight(name string) []*release {
 }
 
 // afterOwn waits until this client's releases of the name that were in
-// flight when attempt l began (Lock.ownReleases) have ended on node i, or
+// flight when attempt l began (Lease.ownReleases) have ended on node i, or
 // ctx ends; it returns ctx's error in the last case. An attempt's call on
 // a node runs after it.
 //
@@ -139,7 +139,7 @@ func (s *settling) inFlight(name string) []*release {
 // second if the first timed out: retryRelease), and by ctx. A release the
 // node did not apply (a broken connection: it is retried in the
 // background) still leaves the old value to refuse.
-func (l *Lock) afterOwn(ctx context.Context, i int) error {
+func (l *Lease) afterOwn(ctx context.Context, i int) error {
 	for _, r := range l.ownReleases {
 		select {
 		case <-r.nodes[i]:
@@ -152,7 +152,7 @@ func (l *Lock) afterOwn(ctx context.Context, i int) error {
 
 // wait waits until name's releases in flight have settled or reached their
 // until, or ctx ends; it returns ctx's error in the last case. epoch is
-// Client.epoch. Releases whose Unlock has not returned (a TryLock racing
+// the round engine's. Releases whose Unlock has not returned (a TryLock racing
 // an Unlock of the same name has no order to keep) or did not win are not
 // waited for. Neither is anything if ctx ends before the wait would: the
 // attempt is better sent at once, and may well win without those nodes.
@@ -188,4 +188,12 @@ func (s *settling) wait(ctx context.Context, name string, epoch time.Time) error
 		t.Stop()
 	}
 	return nil
+}
+
+// SettlingLen is how many names the engine still records a release in
+// flight for: the tests' leak checks read it.
+func (e *Engine) SettlingLen() int {
+	e.settling.mu.Lock()
+	defer e.settling.mu.Unlock()
+	return len(e.settling.m)
 }

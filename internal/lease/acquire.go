@@ -1,0 +1,226 @@
+package lease
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/kind"
+	"github.com/quorumlock/redlock/internal/round"
+	"github.com/redis/go-redis/v9"
+)
+
+// Request is one acquisition attempt's parameters.
+type Request struct {
+	Name string
+	// Waiter identifies a waiting Lock call in the lock's queue, and
+	// Waited is how long it has waited so far (the queue prelude); a
+	// TryLock passes "".
+	Waiter string
+	Waited time.Duration
+	Term   Term
+	// List is the node list check whose votes count (View).
+	List *View
+	// Shape makes what the primitive puts on each node, for the
+	// attempt's random value.
+	Shape func(value string) Shape
+}
+
+// Settle waits for this client's releases of name still in flight, as
+// the client's next attempt on the name must (settle.go), or until ctx
+// ends: it returns ctx's error then.
+func (e *Engine) Settle(ctx context.Context, name string) error {
+	return e.settling.wait(ctx, name, e.Rounds.Epoch())
+}
+
+// Begin makes the lease of one attempt, not yet sent: Acquire sends it.
+func (e *Engine) Begin(r Request) *Lease {
+	l := e.newLease(r.Name, r.Term, r.Shape)
+	l.list = r.List
+	// A refusal may come from this client's own release or rollback of the
+	// name, if one was in flight when the attempt went out (Failure.Own).
+	l.ownReleases = e.settling.inFlight(r.Name)
+	l.ownInFlight = len(l.ownReleases) > 0
+	l.waiter = r.Waiter
+	return l
+}
+
+// Acquire makes the attempt that Begin made, started at start: round 1,
+// and with fencing the commit. On success l is held and err is nil. On
+// failure err is a *Failure, after l was abandoned (rolled back on every
+// node, in the background where a call is still out), or ErrClosed if the
+// engine is closed and nothing was sent. commit is round 2's outcome, if
+// there was one.
+func (l *Lease) Acquire(ctx context.Context, start time.Time, waited time.Duration) (commit []round.NodeResult, err error) {
+	t, ctxErr := l.RoundOne(ctx, waited)
+	if t == nil {
+		return nil, ctxErr // closed
+	}
+	var why, cause error
+	if ctxErr == nil && t.Won() {
+		if commit, why, cause = l.Grant(ctx, start, t); why == nil && cause == nil {
+			return commit, nil
+		}
+	}
+	return commit, l.Fail(t, ctxErr, commit, why, cause)
+}
+
+// RoundOne sends l's acquisition to every node and returns round 1's tally
+// once the outcome is decided, with ctx's error if ctx ended first. On a
+// closed client it sends nothing and returns a nil tally and ErrClosed.
+// waited is how long l's waiter has waited so far.
+func (l *Lease) RoundOne(ctx context.Context, waited time.Duration) (*round.Tally, error) {
+	e := l.e
+	op := l.acquireOp
+	if e.Fencing {
+		op = l.fencedAcquireOp
+	}
+	l.acquire = l.shape.Acquire(l, waited.Microseconds())
+	return e.Rounds.Run(ctx, round.Spec{Name: "lock", Op: op, Then: l.afterAcquire},
+		(*round.Tally).Decided, e.Rounds.GiveUpOnContention)
+}
+
+// Fail abandons a lost attempt and says why it was lost: ctxErr if ctx
+// ended during round 1 (tally t), else classifyAcquire's kind if round 1
+// was lost, else the grant's kind and cause. commit is round 2's outcome,
+// if there was one; the error reports it in place of round 1's unless the
+// grant failed for want of validity.
+func (l *Lease) Fail(t *round.Tally, ctxErr error, commit []round.NodeResult, why, cause error) *Failure {
+	qe := &Failure{Op: "lock", Name: l.name, Cause: ctxErr, Nodes: t.Snapshot(), After: l.acqDone,
+		Own: l.ownInFlight || l.e.settling.pending(l.name)}
+	switch {
+	case ctxErr != nil:
+		// Cut short by ctx: still say why the round was not won, except
+		// by refusals that may be this client's own (Failure.Ended).
+		if !t.Won() {
+			qe.Kind = classifyAcquire(t)
+			if qe.Own && qe.Kind == kind.ErrLocked {
+				qe.Kind = nil
+			}
+		}
+	case !t.Won():
+		qe.Kind = classifyAcquire(t)
+		qe.LostToPromises = qe.Kind == kind.ErrLocked && l.lostToPromises(t)
+	default:
+		qe.Kind, qe.Cause = why, cause
+		if commit != nil && why != kind.ErrNoValidity {
+			qe.Op, qe.Nodes = "lock (commit)", commit
+		}
+	}
+	l.abandon(t)
+	return qe
+}
+
+// Grant turns a won round 1 into a held lock: it commits the fencing token
+// (round 2) and checks the validity. On failure it returns why, and the
+// attempt is abandoned. commit is the outcome of round 2, if there was one.
+func (l *Lease) Grant(ctx context.Context, start time.Time, t *round.Tally) (commit []round.NodeResult, why, cause error) {
+	e := l.e
+	// The keys were set after start, so they last until start + TTL, less
+	// the drift. (Counting from the end of the attempt would subtract its
+	// duration twice.)
+	until := start.Add(e.Validity(l.term.TTL))
+	var token int64
+	if e.Fencing {
+		token = t.Best
+		commit, why, cause = l.commit(ctx, token)
+		if why != nil || cause != nil {
+			return commit, why, cause
+		}
+	}
+	if until.Sub(e.Clock.Now()) <= 0 {
+		return commit, kind.ErrNoValidity, nil
+	}
+	l.Acquired(uint64(token), t.Snapshot(), until)
+	return commit, nil, nil
+}
+
+// acquireOp is the acquisition call on one node.
+func (l *Lease) acquireOp(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
+	if err := l.afterOwn(ctx, i); err != nil {
+		return round.NodeFailed, 0, err
+	}
+	n, err := l.acquire.Run(ctx, node).Int64()
+	switch {
+	case err == nil && !l.list.admit(l, i, 0):
+		l.e.Deployment.Recheck()
+		return round.NodeFailed, 0, errNotChecked
+	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		return round.NodeFailed, 0, kind.WrongType(err)
+	case err != nil:
+		return round.NodeFailed, 0, err
+	case n == 1:
+		return round.NodeGranted, 0, nil
+	case n == refusedPromised:
+		l.promisedElsewhere.Add(1)
+	}
+	return round.NodeRefused, 0, nil
+}
+
+// refusedPromised is the acquisition scripts' status for a node where the
+// lock is free but promised to another waiter.
+const refusedPromised = 2
+
+// afterAcquire runs on the node's goroutine once its acquisition call has
+// returned. If the attempt as a whole failed, it rolls the node back, after
+// the call and never before it.
+func (l *Lease) afterAcquire(r round.Reply) {
+	l.acqOutcome[r.Node] = r.Outcome
+	l.acqSent[r.Node] = r.Sent
+	close(l.acqDone[r.Node])
+	<-l.verdict
+	if l.success {
+		return // held
+	}
+	ended := func() { l.e.settling.callEnded(l.name, l.rollbacks, r.Node) }
+	if !l.acqSent[r.Node] {
+		ended()
+		return // nothing was sent there
+	}
+	l.e.releaseNode(l.e.Nodes[r.Node], l, definite(r.Outcome), l.rollbackTried[r.Node], ended)
+}
+
+// definite reports whether a call's outcome proves that the node processed
+// it, so no copy of it can still be in flight.
+func definite(o round.Outcome) bool { return o == round.NodeGranted || o == round.NodeRefused }
+
+// Acquired turns a won attempt into a held lease with token, valid until
+// until.
+func (l *Lease) Acquired(token uint64, results []round.NodeResult, until time.Time) {
+	l.token = token
+	l.results = results
+	l.until = until
+	l.timer = l.e.Clock.AfterFunc(l.doneIn(until, l.term.TTL), l.closeDone)
+	l.success = true
+	close(l.verdict)
+}
+
+// abandon settles a lost attempt: every node is rolled back after its call
+// returns. It waits, for at most one node timeout, for the first rollback
+// try on the nodes that granted, so a caller that retries does not trip over
+// its own value; everything else is rolled back in the background.
+func (l *Lease) abandon(t *round.Tally) {
+	l.results = t.Snapshot()
+	l.closeDone()
+	l.rollbackTried = make([]chan struct{}, len(l.e.Nodes))
+	for i := range l.rollbackTried {
+		l.rollbackTried[i] = make(chan struct{})
+	}
+	// This client's next attempt on the name waits for the rollbacks, as
+	// for an Unlock's releases (settle.go), for a node timeout at most.
+	l.rollbacks = l.e.settling.start(l.name, len(l.e.Nodes))
+	l.rollbacks.until.Store(int64(time.Since(l.e.Rounds.Epoch()) + l.e.NodeTimeout))
+	close(l.verdict)
+	wait := time.NewTimer(l.e.NodeTimeout)
+	defer wait.Stop()
+	for i, r := range l.results {
+		if !t.Heard[i] || r.Outcome != round.NodeGranted {
+			continue
+		}
+		select {
+		case <-l.rollbackTried[i]:
+		case <-wait.C:
+			return
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/quorumlock/redlock/internal/kind"
+	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
+	"github.com/redis/go-redis/v9"
+)
+
+// Fencing tokens, minted by the quorum (docs/fencing.md).
+//
+// Every fenced acquisition returns a token that only grows: round 1 rides on
+// the acquisition itself (each node proposes a candidate c*256 + id from its
+// counter G, above the highest token it holds for the name), round 2
+// commits the largest candidate on a majority, raising the name's H and
+// every committing node's G, and aborts if a node reports a higher token.
+// The validity is computed after round 2.
+//
+// Per lock name a node keeps only H, which expires a retention R after its
+// last commit: G, one counter per node, carries the order across names and
+// across H's expiry. Tokens are below 2^53, so they are exact in JSON
+// numbers and Lua doubles.
+
+// errForeignNode is the Err of a node that holds another roster than the
+// one the client checked: another server is behind its address now.
+var errForeignNode = fmt.Errorf("%w: the node holds another deployment's roster (another server behind its address?)", kind.ErrWrongNodeList)
+
+// errNoIdentity is the Err of a node that holds no fencing identity at all:
+// never provisioned, or emptied.
+var errNoIdentity = fmt.Errorf("%w: the node holds no fencing identity", kind.ErrAmnesia)
+
+// fencedAcquireOp is round 1 on one node.
+func (l *Lease) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
+	e := l.e
+	if err := l.afterOwn(ctx, i); err != nil {
+		return round.NodeFailed, 0, err
+	}
+	vals, err := l.acquire.Run(ctx, node).Int64Slice()
+	switch {
+	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		return round.NodeFailed, 0, kind.WrongType(err)
+	case err != nil:
+		return round.NodeFailed, 0, err
+	case len(vals) != 2:
+		return round.NodeFailed, 0, fmt.Errorf("redlock: unexpected reply %v", vals)
+	case vals[0] == -2:
+		e.Deployment.Amnesiac(i)
+		return round.NodeAmnesiac, 0, errNoIdentity
+	case vals[0] == -1:
+		e.Deployment.Amnesiac(i)
+		return round.NodeAmnesiac, 0, kind.ErrAmnesia
+	case vals[0] == -3:
+		return round.NodeFailed, 0, l.foreign()
+	case vals[1] != 0 && !l.list.admit(l, i, int(vals[1]&255)):
+		// Not the node the check saw behind this address (another id), or
+		// a member another address already counted for.
+		e.Deployment.Recheck()
+		return round.NodeFailed, 0, errNotChecked
+	case vals[0] == 1:
+		e.Deployment.Intact(i)
+		return round.NodeGranted, vals[1], nil
+	case vals[0] == refusedPromised:
+		l.promisedElsewhere.Add(1)
+		fallthrough
+	default:
+		e.Deployment.Intact(i)
+		return round.NodeRefused, vals[1], nil
+	}
+}
+
+// commit is round 2: raise H to token on a majority. It returns the kind of
+// failure (nil on success) and the per-node results.
+func (l *Lease) commit(ctx context.Context, token int64) (nodes []round.NodeResult, why, cause error) {
+	call := l.shape.Commit(l, token)
+	return l.CommitRound(ctx, token, func(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
+		h, o, err := l.CommitOn(ctx, call, i, node)
+		switch {
+		case o != round.NodeGranted:
+			return o, 0, err
+		case h > token:
+			return round.NodeRefused, h, nil // someone committed a newer token
+		default:
+			return round.NodeGranted, h, nil
+		}
+	})
+}
+
+// foreign is the Err of a node that refused l's roster, and starts a new
+// check of the node list. A client whose check found no roster (it ran
+// before the deployment was provisioned) just has not learnt it yet.
+func (l *Lease) foreign() error {
+	l.e.Deployment.Recheck()
+	if l.list.Roster == "" {
+		return errNotChecked
+	}
+	return errForeignNode
+}
+
+// CommitOn runs round 2's call on node i: round.NodeGranted and the node's H
+// (which the caller compares with the token), or why the node does not
+// count.
+func (l *Lease) CommitOn(ctx context.Context, call *nodescript.Call, i int, node redis.UniversalClient) (int64, round.Outcome, error) {
+	vals, err := call.Run(ctx, node).Int64Slice()
+	switch {
+	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		return 0, round.NodeFailed, kind.WrongType(err)
+	case err != nil:
+		return 0, round.NodeFailed, err
+	case len(vals) != 2:
+		return 0, round.NodeFailed, fmt.Errorf("redlock: unexpected reply %v", vals)
+	case vals[0] == -1:
+		l.e.Deployment.Amnesiac(i)
+		return 0, round.NodeAmnesiac, kind.ErrAmnesia
+	case vals[0] == -3:
+		return 0, round.NodeFailed, l.foreign()
+	case !l.list.admit(l, i, int(vals[1])):
+		l.e.Deployment.Recheck()
+		return 0, round.NodeFailed, errNotChecked
+	}
+	return vals[0], round.NodeGranted, nil
+}
+
+// CommitRound sends round 2 (op on every node) and tells its outcome: any
+// node that refuses aborts the acquisition (a newer token was committed).
+func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp) (nodes []round.NodeResult, why, cause error) {
+	e := l.e
+	if e.Hooks.RoundTwo != nil {
+		e.Hooks.RoundTwo(l.name, uint64(token))
+	}
+	aborted := func(t *round.Tally) bool { return t.Counts[round.NodeRefused] > 0 }
+	t, ctxErr := e.Rounds.Run(ctx, round.Spec{Name: "commit", Op: op},
+		func(t *round.Tally) bool { return t.Decided() || aborted(t) }, nil)
+	if t == nil {
+		return nil, nil, ctxErr
+	}
+	switch {
+	case ctxErr != nil:
+		return t.Snapshot(), nil, ctxErr
+	case aborted(t):
+		return t.Snapshot(), kind.ErrSuperseded, nil
+	case !t.Won():
+		if k := BlockingKind(t); k != nil {
+			return t.Snapshot(), k, nil
+		}
+		return t.Snapshot(), kind.ErrUnavailable, nil
+	}
+	return t.Snapshot(), nil, nil
+}

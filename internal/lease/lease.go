@@ -1,0 +1,171 @@
+package lease
+
+import (
+	cryptorand "crypto/rand"
+	"encoding/hex"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
+)
+
+// Term is a lease's TTL, and its milliseconds boxed once for the scripts.
+type Term struct {
+	TTL time.Duration
+	Arg any
+}
+
+// Lease is one acquisition attempt and, once won, the lease held on a
+// majority of the nodes. Its methods are safe for concurrent use.
+type Lease struct {
+	e       *Engine
+	name    string
+	value   string // random, unique to this acquisition
+	shape   Shape  // what the primitive puts on each node for this value
+	term    Term   // the acquisition's TTL (For, or the client's)
+	results []round.NodeResult
+	token   uint64
+	waiter  string // the Lock call's id in the lock's queue, or ""
+	list    *View  // the node list check its votes count by
+	idsMu   sync.Mutex
+	ids     []int // per node: the id round 1 admitted it with, beyond the check's (View.admit)
+
+	acquire *nodescript.Call // round 1, the same for every node
+	// The release call, built on first use: [sure], see releaseCall.
+	unlockCalls [2]struct {
+		once sync.Once
+		call *nodescript.Call
+	}
+
+	// per node: closed once the acquisition call on that node has returned;
+	// acqOutcome[i] is valid after that.
+	acqDone    []chan struct{}
+	acqOutcome []round.Outcome
+	acqSent    []bool // false: the node was hung, and nothing was sent
+	// per node: closed once the first release after a failed attempt was
+	// tried. Made by abandon, before the verdict that the rollbacks wait for.
+	rollbackTried []chan struct{}
+	rollbacks     *release   // the rollbacks in flight, for this client's next attempt (settle.go)
+	ownInFlight   bool       // this client had a release of the name in flight when the attempt began
+	ownReleases   []*release // those releases: the call on each node goes after theirs (afterOwn)
+	// closed when the attempt is decided; success is set before.
+	verdict chan struct{}
+	success bool
+	// nodes that refused only because the free lock was promised to
+	// another waiter (see LostToPromises)
+	promisedElsewhere atomic.Int32
+
+	// one Extend at a time (see Extend): holds a token while one runs
+	extending chan struct{}
+	// signalled when an Extend changed the TTL: Do's keep-alive re-arms
+	ttlMoved chan struct{}
+
+	mu       sync.Mutex
+	ttl      time.Duration // the TTL last applied: the term's, or the last successful Extend's
+	until    time.Time
+	timer    Timer
+	released bool
+	done     chan struct{}
+	doneOnce sync.Once
+
+	unlockOnce sync.Once
+	unlockErr  error // Release's result: nil, a *Failure, or ErrClosed
+}
+
+func (e *Engine) newLease(name string, t Term, shape func(value string) Shape) *Lease {
+	n := len(e.Nodes)
+	value := NewValue()
+	l := &Lease{
+		e:          e,
+		name:       name,
+		value:      value,
+		shape:      shape(value),
+		term:       t,
+		ttl:        t.TTL,
+		acqDone:    make([]chan struct{}, n),
+		acqOutcome: make([]round.Outcome, n),
+		acqSent:    make([]bool, n),
+		verdict:    make(chan struct{}),
+		done:       make(chan struct{}),
+		extending:  make(chan struct{}, 1),
+		ttlMoved:   make(chan struct{}, 1),
+	}
+	for i := range n {
+		l.acqDone[i] = make(chan struct{})
+	}
+	return l
+}
+
+// NewValue returns a random lock value: 128 bits, hex-encoded, made with
+// one allocation (uuid.NewString takes two, and this is on every attempt).
+func NewValue() string {
+	var raw [16]byte
+	var text [32]byte
+	_, _ = cryptorand.Read(raw[:]) // never fails (crypto/rand.Read's contract)
+	hex.Encode(text[:], raw[:])
+	return string(text[:])
+}
+
+// Name is the lease's name.
+func (l *Lease) Name() string { return l.name }
+
+// Value is the lease's random value, unique to this acquisition.
+func (l *Lease) Value() string { return l.value }
+
+// Shape is what the primitive put on each node for this lease.
+func (l *Lease) Shape() Shape { return l.shape }
+
+// Results are what each node answered to the acquisition: the caller must
+// not change them.
+func (l *Lease) Results() []round.NodeResult { return l.results }
+
+// Token is the lease's fencing token; 0 without fencing.
+func (l *Lease) Token() uint64 { return l.token }
+
+// Until is the end of the lease's validity, on the engine's clock.
+func (l *Lease) Until() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until
+}
+
+// Done is closed a margin before Until (StopMargin), or at Release.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// TTLMoved is signalled when an Extend changed the TTL.
+func (l *Lease) TTLMoved() <-chan struct{} { return l.ttlMoved }
+
+// doneIn is how long from now Done closes for a validity ending at until,
+// under a TTL of ttl.
+func (l *Lease) doneIn(until time.Time, ttl time.Duration) time.Duration {
+	return until.Sub(l.e.Clock.Now()) - StopMargin(ttl)
+}
+
+// StopMargin is how long before Until the Done of a lease under ttl
+// closes: 2% of the TTL, at least 20 ms, and at most a tenth of the TTL.
+func StopMargin(ttl time.Duration) time.Duration {
+	return min(max(ttl/50, 20*time.Millisecond), ttl/10)
+}
+
+// TTL is the TTL last applied to l.
+func (l *Lease) TTL() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ttl
+}
+
+// Remaining is the validity left, on the engine's clock.
+func (l *Lease) Remaining() time.Duration {
+	return l.Until().Sub(l.e.Clock.Now())
+}
+
+// Released tells whether Release has begun on l.
+func (l *Lease) Released() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.released
+}
+
+func (l *Lease) closeDone() { l.doneOnce.Do(func() { close(l.done) }) }

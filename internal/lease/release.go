@@ -1,0 +1,161 @@
+package lease
+
+import (
+	"context"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/kind"
+	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
+	"github.com/redis/go-redis/v9"
+)
+
+// Release deletes the lease on every node where it still holds l's value,
+// and closes Done: the root package's Unlock, which documents it. The
+// release is sent even if ctx is already done: ctx bounds only how long
+// Release waits for the answers. It returns what each node answered (nil
+// on success without an Observer), and nil or a *Failure (or ErrClosed,
+// if the engine is closed). Later calls return the first call's result.
+func (l *Lease) Release(ctx context.Context) ([]round.NodeResult, error) {
+	var nodes []round.NodeResult
+	l.unlockOnce.Do(func() { nodes, l.unlockErr = l.release(ctx) })
+	return nodes, l.unlockErr
+}
+
+// release is Release's first call.
+func (l *Lease) release(ctx context.Context) ([]round.NodeResult, error) {
+	l.mu.Lock()
+	l.released = true
+	l.timer.Stop()
+	l.mu.Unlock()
+	l.closeDone()
+
+	e := l.e
+	op := func(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
+		return Answer(ctx, l.unlockCall(definite(l.acqOutcome[i])), node)
+	}
+	inFlight := e.settling.start(l.name, len(e.Nodes))
+	then := func(r round.Reply) {
+		e.settling.callEnded(l.name, inFlight, r.Node)
+		if !r.Sent {
+			return
+		}
+		if r.Outcome == round.NodeFailed && !round.IsServerReply(r.Err) || r.Outcome == round.NodeTimedOut {
+			e.retryRelease(e.Nodes[r.Node], l, definite(l.acqOutcome[r.Node]), nil)
+		}
+	}
+	// Decided at the majority: see settle.go for what the rest still do.
+	roundStart := time.Now()
+	t, cause := e.Rounds.Run(ctx, round.Spec{Name: "unlock", Op: op, Then: then, Detach: true,
+		After: l.acqDone, Sent: l.acqSent}, // nothing to release where nothing was sent
+		(*round.Tally).WonOrRefused, nil)
+	if t == nil {
+		e.settling.forget(l.name, inFlight)
+		return nil, cause
+	}
+	if t.Won() {
+		inFlight.until.Store(int64(e.settleBy(t, roundStart).Sub(e.Rounds.Epoch())))
+	}
+	if t.Won() {
+		if e.Observed {
+			return t.Snapshot(), nil
+		}
+		return nil, nil
+	}
+	qe := &Failure{Op: "unlock", Name: l.name, Kind: kind.ErrUnavailable, Cause: cause, Nodes: t.Snapshot()}
+	if t.RefusedByMajority() {
+		qe.Kind = kind.ErrExpired
+	}
+	if qe.Kind == kind.ErrExpired {
+		e.Log.Warn("redlock: lock had expired before unlock", "lock", l.name, "nodes", Summarize(qe.Nodes))
+	}
+	return qe.Nodes, qe
+}
+
+// releaseNode rolls back one node: one try at once, then, while the node
+// cannot be reached, retries in the background. tried is closed, and ended
+// run, after the first try.
+func (e *Engine) releaseNode(node redis.UniversalClient, l *Lease, sure bool, tried chan struct{}, ended func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.NodeTimeout)
+	outcome, _, err := Answer(ctx, e.releaseCall(l, sure, false), node)
+	cancel()
+	close(tried)
+	if outcome != round.NodeFailed || round.IsServerReply(err) {
+		ended()
+		return
+	}
+	// The next attempt's call on this node (afterOwn) waits for the first
+	// try, as for an Unlock's release, not for all the retries of a broken
+	// link: they can take a TTL, and would hold back a node that answers
+	// again. A try that timed out may still be on its way to the node,
+	// though (a slow node or machine): then it waits for the next try too.
+	if !round.IsTimeout(err) {
+		ended()
+		ended = nil
+	}
+	e.retryRelease(node, l, sure, ended)
+}
+
+// releaseCall is the release call for l. sure says that the node is known
+// to have processed the acquisition call; otherwise a copy of it may still be
+// in flight, and the script leaves a marker that keeps it from landing.
+//
+// announce publishes the release to waiters: Release does, a rollback not.
+func (e *Engine) releaseCall(l *Lease, sure, announce bool) *nodescript.Call {
+	var markerTTL any = 0
+	if !sure {
+		markerTTL = e.markerTTL(l)
+	}
+	return l.shape.Release(l, markerTTL, announce)
+}
+
+// unlockCall is Release's call, built once for all nodes.
+func (l *Lease) unlockCall(sure bool) *nodescript.Call {
+	i := 0
+	if sure {
+		i = 1
+	}
+	u := &l.unlockCalls[i]
+	u.once.Do(func() { u.call = l.e.releaseCall(l, sure, true) })
+	return u.call
+}
+
+// retryRelease keeps trying to release l on a node that could not be
+// reached, with growing pauses, for at most one TTL of the lock or until
+// Close. ended, if not nil, is run once, as its first try ends (or as it
+// gives up before one).
+func (e *Engine) retryRelease(node redis.UniversalClient, l *Lease, sure bool, ended func()) {
+	defer func() {
+		if ended != nil {
+			ended()
+		}
+	}()
+	ttl := l.TTL()
+	deadline := time.Now().Add(ttl)
+	pause := e.NodeTimeout
+	for {
+		if time.Now().Add(pause).After(deadline) {
+			e.Log.Warn("redlock: gave up releasing on an unreachable node; the key expires by its TTL",
+				"lock", l.name, "ttl", ttl)
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-e.Rounds.Closing():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), e.NodeTimeout)
+		outcome, _, err := Answer(ctx, e.releaseCall(l, sure, false), node)
+		cancel()
+		if ended != nil {
+			ended()
+			ended = nil
+		}
+		if outcome != round.NodeFailed || round.IsServerReply(err) {
+			return
+		}
+		pause = min(2*pause, ttl/4)
+	}
+}
