@@ -197,7 +197,7 @@ func TestALockCancelledInFlightIsNotTakenForAnotherOwner(t *testing.T) {
 // The same lie by another path: a promise made to a waiter that is gone.
 //
 // Mechanism (today's code): Lock 1 (waiter W1) is cancelled while its
-// round-1 calls are still on the wire. Lock returns, and leaveQueue takes W1
+// round-1 calls are still on the wire. Lock returns, and queue.Leave takes W1
 // out of the queues; then W1's late calls land on nodes where the lock is
 // held (here by Lock 2, granted in the meantime), are refused, and the
 // acquisition script enqueues W1 again (enqueue, on a refusal), live for

@@ -185,7 +185,7 @@ type QuorumError struct {
 	GaveUpAfter time.Duration
 
 	// lostToPromises: an attempt of Lock lost only to promises made to
-	// other waiters (see yieldPromise).
+	// other waiters (see fairqueue.Queue.Yield).
 	lostToPromises bool
 	// after: per node, closed once the failed attempt's call there ended
 	// (Lock's leave goes after it); own: this client had a release or

@@ -1,5 +1,7 @@
 package redlock
 
+import "github.com/quorumlock/redlock/internal/lease"
+
 // Every key and channel name the package builds. The per-lock keys share
 // the lock key's hash tag ("{<name>}"), so a Redis Cluster can serve as one
 // node; the per-node keys carry no tag, since each node is its own master.
@@ -14,17 +16,14 @@ package redlock
 //	<prefix>:node-*, <prefix>:fence:*        a node's identity and counters (lease.NodeKeys)
 //	<lock key>:released                      channel: a release any waiter may take
 //	<lock key>:promised:<client id>          channel: a promise to one client's waiter
+//
+// The channels' names are built in internal/fairqueue (channels.go).
 
 func (c *Client) lockKey(name string) string { return c.cfg.keyPrefix + ":{" + name + "}" }
 
-// The channels of a lock key: the one every client hears, and the one on
-// which only this client hears of the waiters it was promised to. The
-// release and leave scripts publish on the same names.
-const (
-	releasedSuffix = ":released"
-	promisedInfix  = ":promised:"
-)
-
-func (n *notifier) channels(key string) [2]string {
-	return [2]string{key + releasedSuffix, key + promisedInfix + n.c.id}
+// leaveKeys and yieldKeys are the keys the leave and yield scripts take
+// (fairqueue.Queue's Leave and Yield).
+func leaveKeys(key string) []string {
+	return []string{key, lease.NextKey(key), lease.QueueKey(key), lease.SeenKey(key)}
 }
+func yieldKeys(key string) []string { return []string{key, lease.NextKey(key)} }

@@ -20,7 +20,7 @@ import (
 // about 115 ms at the default node timeout). The replay orders three
 // waiters differently on five nodes (the first is W1 on nodes 0 and 1, W2
 // on 2 and 3, W3 on 4) and releases the lock: the promised waiters give
-// their promises back (yieldPromise) and one of them takes it at once.
+// their promises back (queue.Yield) and one of them takes it at once.
 //
 // "At once" includes the promise gather (gatherPromises): a waiter hears
 // only its own client's promises, so it cannot tell a split from a release

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/quorumlock/redlock/internal/fairqueue"
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
@@ -25,7 +26,7 @@ type Client struct {
 	leases *lease.Engine  // the lease engine: acquire, extend, release, settle
 	locks  sync.WaitGroup // running Lock calls: Close waits for their leaves
 	// stopped is closed once Close has run and every goroutine of the
-	// client has ended (the engine's and the notifier's).
+	// client has ended (the engine's and the queue's).
 	stopped   chan struct{}
 	closeOnce sync.Once
 
@@ -37,7 +38,7 @@ type Client struct {
 	known     []string   // per node: the uuid this client saw it hold (repair.go)
 	stamps    stampWatch // per node: the lost stamp seen, and since when (repair_delay.go)
 
-	notify notifier // release notifications for waiters in Lock
+	queue *fairqueue.Queue // release notifications for waiters in Lock; leaving the queue, yielding
 	// id names the client in its waiters' ids ("<id>/<n>") and in the
 	// channel on which it hears of the locks promised to them.
 	id      string
@@ -132,7 +133,8 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	c.rounds = round.New(c.nodes, round.Config{NodeTimeout: cfg.nodeTimeout, Patience: cfg.patience(),
 		Hooks: traceHooks(cfg.trace)})
-	c.notify.c = c
+	c.queue = fairqueue.New(c.nodes, c.rounds, fairqueue.Config{ID: c.id, NodeTimeout: cfg.nodeTimeout,
+		PromiseLife: c.promiseLife(), Clock: cfg.clock, Subscribe: traceSubscribe(cfg.trace)})
 	c.args = scriptArgs{
 		ttl:       cfg.ttl.Milliseconds(),
 		retention: cfg.retention.Milliseconds(),
@@ -172,12 +174,12 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.rounds.Close()
-		c.notify.close()
+		c.queue.Close()
 		c.stopped = make(chan struct{})
 		go func() {
 			c.locks.Wait()
 			c.rounds.Wait()
-			c.notify.wg.Wait()
+			c.queue.Wait()
 			close(c.stopped)
 		}()
 	})

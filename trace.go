@@ -49,6 +49,19 @@ type Trace struct {
 // not change afterwards.
 func WithTrace(t *Trace) Option { return func(c *config) { c.trace = t } }
 
+// traceSubscribe hands t's Subscribe to the queue's subscribers
+// (internal/fairqueue), read at each subscription as traceHooks' are.
+func traceSubscribe(t *Trace) func(node int) {
+	if t == nil {
+		return nil
+	}
+	return func(node int) {
+		if t.Subscribe != nil {
+			t.Subscribe(node)
+		}
+	}
+}
+
 // traceHooks hands t's node callbacks to the round engine. They are read
 // at each call, as a Trace's fields may be: nil t costs nothing.
 func traceHooks(t *Trace) round.Hooks {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/fairqueue"
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
 )
@@ -64,15 +65,15 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 		if err != nil && queued {
 			// After that attempt's call on each node: a late call would
 			// put the waiter back in the queue, to be promised the lock.
-			c.leaveQueue(key, waiter, last)
+			c.queue.Leave(leaveKeys(key), waiter, last)
 		}
 	}()
-	var w *waiting // registered for notifications
-	if c.notify.subscribed(key) {
+	var w *fairqueue.Waiting // registered for notifications
+	if c.queue.Subscribed(key) {
 		// Listen before the first attempt, so that a release right after it
 		// cannot go unheard and no second look is needed.
 		var done func()
-		w, done, _ = c.notify.wait(key, waiter)
+		w, done, _ = c.queue.Register(key, waiter)
 		defer done()
 	}
 	woken, backoff := false, 0 // after a wake-up: retry with short, growing delays
@@ -99,9 +100,9 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 		prev = qe
 		c.warnRetrying(qe, attempts, started)
 		if qe.lostToPromises {
-			c.yieldPromise(key, waiter)
+			c.queue.Yield(yieldKeys(key), waiter)
 			if w != nil {
-				c.notify.forgetPromises(w)
+				c.queue.ForgetPromises(w)
 			}
 		}
 		delay := c.retryDelay()
@@ -145,13 +146,13 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 		if w == nil {
 			var done func()
 			var listening bool
-			w, done, listening = c.notify.wait(key, waiter)
+			w, done, listening = c.queue.Register(key, waiter)
 			defer done()
 			if listening {
 				// Another waiter's subscription, confirmed before this one
 				// registered: a release since the attempt went unheard. Look
 				// again soon, at a random moment so that waiters that
-				// collided part. (Otherwise wakeListening will come.)
+				// collided part. (Otherwise WakeListening will come.)
 				delay = rand.N(max(c.cfg.nodeTimeout/10, time.Millisecond))
 			}
 		}
@@ -165,12 +166,12 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 			t.Stop()
 			return nil, ErrClosed
 		case <-t.C:
-		case reason := <-w.wake:
+		case reason := <-w.Wake():
 			t.Stop()
 			switch reason {
-			case wakeListening:
+			case fairqueue.WakeListening:
 				continue // one look; later releases will reach us
-			case wakePromised:
+			case fairqueue.WakePromised:
 				// The lock is ours to take: at once, when a majority of the
 				// nodes have promised it.
 				woken, backoff = true, 1
@@ -198,9 +199,9 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 // majority may never come (promises split between waiters, a holder that
 // died while unlocking); then the waiter tries anyway, and gives its
 // promises back if they were too few. It reports false if ctx ended first.
-func (c *Client) gatherPromises(ctx context.Context, w *waiting) bool {
+func (c *Client) gatherPromises(ctx context.Context, w *fairqueue.Waiting) bool {
 	need := round.Majority(len(c.nodes))
-	if c.notify.promises(w) >= need {
+	if c.queue.Promises(w) >= need {
 		return true
 	}
 	t := time.NewTimer(c.cfg.nodeTimeout / 10)
@@ -211,12 +212,22 @@ func (c *Client) gatherPromises(ctx context.Context, w *waiting) bool {
 			return false
 		case <-t.C:
 			return true
-		case reason := <-w.wake:
-			if reason != wakePromised || c.notify.promises(w) >= need {
+		case reason := <-w.Wake():
+			if reason != fairqueue.WakePromised || c.queue.Promises(w) >= need {
 				return true
 			}
 		}
 	}
+}
+
+// handoffSpread bounds the age-priority delay of a woken waiter.
+const handoffSpread = 2 * time.Millisecond
+
+// wakeDelay is how long a waiter that has waited for age lets others go
+// first after a notification: handoffSpread for a newcomer, near zero for a
+// waiter that has waited long.
+func wakeDelay(age time.Duration) time.Duration {
+	return time.Duration(float64(handoffSpread) / (1 + float64(age)/float64(10*time.Millisecond)))
 }
 
 // splitVote reports an attempt lost although some nodes granted it while

@@ -133,7 +133,7 @@ var (
 // its own clock, so two waiters that arrive within a few milliseconds of
 // each other may stand in different orders on different nodes: docs/design.md
 // says why that is acceptable, and how the waiters then give back the
-// promises that split (yieldPromise). Unlock takes the holder out,
+// promises that split (fairqueue.Queue.Yield). Unlock takes the holder out,
 // then promises the lock to the first waiter that still counts as live: it
 // sets NEXT to that waiter for a short while and publishes its id. While
 // NEXT names someone else, the node refuses every acquisition. Promises

@@ -1,4 +1,4 @@
-package redlock
+package fairqueue
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 // subscriber is one node's subscriber connection, and the goroutine that
 // brings the connection's subscriptions in line with the names the client
-// wants (notifier.locks).
+// wants (Queue.locks).
 //
 // It reconciles a set instead of carrying out requests: a queue of
 // SUBSCRIBE and UNSUBSCRIBE requests had to be bounded, and dropped what did
@@ -20,12 +20,12 @@ import (
 // subscriptions, and catches up with whatever the client wants by then. The
 // state is bounded by the names wanted and the names held.
 type subscriber struct {
-	n    *notifier
+	q    *Queue
 	node int // index into the client's nodes
 	ps   *redis.PubSub
 	wake chan struct{} // holds one pending wake-up: dirty has names
 
-	// Both are guarded by n.mu.
+	// Both are guarded by q.mu.
 	//
 	// held: the lock keys whose channels ps was last told to hold. go-redis
 	// records a (un)subscription before sending it, and applies its record to
@@ -42,34 +42,34 @@ type subscriber struct {
 // few kilobytes.
 const reconcileBatch = 128
 
-// start opens the subscriber connections; n.mu is held.
-func (n *notifier) start() {
-	n.stop = make(chan struct{})
-	for i, node := range n.c.nodes {
-		s := &subscriber{n: n, node: i, ps: node.Subscribe(context.Background()), wake: make(chan struct{}, 1),
+// start opens the subscriber connections; q.mu is held.
+func (q *Queue) start() {
+	q.stop = make(chan struct{})
+	for i, node := range q.nodes {
+		s := &subscriber{q: q, node: i, ps: node.Subscribe(context.Background()), wake: make(chan struct{}, 1),
 			held: map[string]struct{}{}, dirty: map[string]struct{}{}}
-		n.nodes = append(n.nodes, s)
+		q.subs = append(q.subs, s)
 		msgs := s.ps.ChannelWithSubscriptions()
-		n.wg.Go(func() {
+		q.wg.Go(func() {
 			for m := range msgs {
 				switch m := m.(type) {
 				case *redis.Message:
-					n.deliver(s.node, m.Channel, m.Payload)
+					q.deliver(s.node, m.Channel, m.Payload)
 				case *redis.Subscription:
 					if m.Kind == "subscribe" {
-						n.listen(m.Channel)
+						q.listen(m.Channel)
 					}
 				}
 			}
 		})
-		n.wg.Go(s.run)
+		q.wg.Go(s.run)
 	}
 }
 
 // changed tells every node's subscriber that key was added to the wanted
-// names (added) or removed from them; n.mu is held.
-func (n *notifier) changed(key string, added bool) {
-	for _, s := range n.nodes {
+// names (added) or removed from them; q.mu is held.
+func (q *Queue) changed(key string, added bool) {
+	for _, s := range q.subs {
 		s.changed(key, added)
 	}
 }
@@ -90,12 +90,12 @@ func (s *subscriber) changed(key string, added bool) {
 	}
 }
 
-// run reconciles whenever woken, until the notifier closes.
+// run reconciles whenever woken, until the queue closes.
 func (s *subscriber) run() {
 	for {
 		select {
 		case <-s.wake:
-		case <-s.n.stop:
+		case <-s.q.stop:
 			return
 		}
 		for s.step() {
@@ -106,10 +106,10 @@ func (s *subscriber) run() {
 // step sends one batch of subscriptions and unsubscriptions, and reports
 // whether dirty keys remain.
 func (s *subscriber) step() bool {
-	n := s.n
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
+	q := s.q
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
 		return false
 	}
 	var sub, unsub []string
@@ -118,7 +118,7 @@ func (s *subscriber) step() bool {
 			break
 		}
 		delete(s.dirty, key)
-		want := n.locks[key]
+		want := q.locks[key]
 		_, held := s.held[key]
 		switch {
 		case want != nil && (!held || !want.listening):
@@ -127,24 +127,24 @@ func (s *subscriber) step() bool {
 			unsub = append(unsub, key)
 		}
 	}
-	n.mu.Unlock()
+	q.mu.Unlock()
 
 	// Errors are left to go-redis, which has recorded the change and
 	// applies it on its next connection (see held).
-	ctx, cancel := context.WithTimeout(context.Background(), n.c.cfg.nodeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.NodeTimeout)
 	if len(unsub) > 0 {
-		_ = s.ps.Unsubscribe(ctx, n.channelsOf(unsub)...)
+		_ = s.ps.Unsubscribe(ctx, q.channelsOf(unsub)...)
 	}
 	if len(sub) > 0 {
-		if tr := n.c.cfg.trace; tr != nil && tr.Subscribe != nil {
-			tr.Subscribe(s.node)
+		if f := q.cfg.Subscribe; f != nil {
+			f(s.node)
 		}
-		_ = s.ps.Subscribe(ctx, n.channelsOf(sub)...)
+		_ = s.ps.Subscribe(ctx, q.channelsOf(sub)...)
 	}
 	cancel()
 
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	for _, key := range unsub {
 		delete(s.held, key)
 	}
@@ -154,7 +154,7 @@ func (s *subscriber) step() bool {
 	// The wanted set may have changed while the calls were out.
 	for _, keys := range [2][]string{sub, unsub} {
 		for _, key := range keys {
-			if _, held := s.held[key]; (n.locks[key] != nil) != held {
+			if _, held := s.held[key]; (q.locks[key] != nil) != held {
 				s.dirty[key] = struct{}{}
 			}
 		}
@@ -163,10 +163,10 @@ func (s *subscriber) step() bool {
 }
 
 // channelsOf lists the channels of the lock keys.
-func (n *notifier) channelsOf(keys []string) []string {
+func (q *Queue) channelsOf(keys []string) []string {
 	channels := make([]string, 0, 2*len(keys))
 	for _, key := range keys {
-		ch := n.channels(key)
+		ch := q.channels(key)
 		channels = append(channels, ch[:]...)
 	}
 	return channels
