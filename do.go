@@ -3,9 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
-	"time"
 )
 
 // Do acquires the lock called name (waiting as Lock does, and giving up
@@ -40,7 +37,7 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 		return err
 	}
 	fnCtx, cancel := context.WithCancelCause(ctx)
-	stop := l.keepAlive(fnCtx, cancel)
+	stop := l.l.KeepAlive(fnCtx, cancel, func(ctx context.Context) error { return l.Extend(ctx) })
 	returned := false
 	defer func() {
 		if !returned {
@@ -58,74 +55,4 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 	cancel(nil)
 	stop()
 	return errors.Join(fnErr, l.Unlock(context.WithoutCancel(ctx)))
-}
-
-// keepAlive extends l every TTL/3 until the returned stop is called; stop
-// waits for its goroutines to end. It cancels the function's context when
-// an extension fails and the remaining validity would not last until the
-// next try, or the lock is definitely gone, and when Done closes.
-//
-// Done is watched by a goroutine of its own: an extension can wait for the
-// nodes up to the node timeout, which New allows to be close to TTL/2, and
-// the validity can end meanwhile.
-func (l *Lock) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
-	quit := make(chan struct{})
-	// Extensions outlive a cancelled fn context (they keep the lock until
-	// Unlock), but not stop: nobody needs an extension in flight then.
-	extendCtx, endExtend := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		select {
-		case <-quit:
-		case <-l.Done():
-			if !l.l.Released() {
-				l.c.log.Warn("redlock: lock validity ended while held", "lock", l.Name())
-			}
-			cancel(fmt.Errorf("%w: validity ended", ErrLockLost))
-		}
-	})
-	wg.Go(func() { l.extendEvery(extendCtx, cancel, quit) })
-	return func() {
-		close(quit)
-		endExtend()
-		wg.Wait()
-	}
-}
-
-// extendEvery is keepAlive's extension loop.
-func (l *Lock) extendEvery(ctx context.Context, cancel context.CancelCauseFunc, quit <-chan struct{}) {
-	interval := l.l.TTL() / 3
-	t := time.NewTimer(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-quit:
-			return
-		case <-l.Done():
-			return // the watcher cancels
-		case <-l.l.TTLMoved():
-			// fn extended the lock to another TTL (For): a shorter one
-			// must not wait for the timer armed under the longer.
-			interval = l.l.TTL() / 3
-			t.Reset(interval)
-			continue
-		case <-t.C:
-		}
-		err := l.Extend(ctx)
-		if err == nil {
-			// fn may have extended the lock to another TTL (For).
-			interval = l.l.TTL() / 3
-			t.Reset(interval)
-			continue
-		}
-		if ctx.Err() != nil {
-			return // stopped
-		}
-		if errors.Is(err, ErrExpired) || l.l.Remaining() <= interval {
-			l.c.log.Warn("redlock: lock lost: extension failed", "lock", l.Name(), "err", err)
-			cancel(fmt.Errorf("%w: %w", ErrLockLost, err))
-			return
-		}
-		t.Reset(interval) // Extend logged the failure
-	}
 }

@@ -99,7 +99,7 @@ var (
 
 	// ErrLockLost is the cause of the context that Do passes to its function
 	// when the lock could not be kept: read it with context.Cause.
-	ErrLockLost = errors.New("redlock: lock lost")
+	ErrLockLost = kind.ErrLockLost
 
 	// ErrNodeTimeout is the Err of a NodeResult whose node did not answer
 	// within the node timeout. A node that did not answer because it

@@ -23,5 +23,6 @@ var (
 	ErrAuth           = errors.New("redlock: nodes refused the credentials")
 	ErrNoPermission   = errors.New("redlock: the ACL user lacks a permission the client needs")
 	ErrScript         = errors.New("redlock: nodes failed the lock script")
+	ErrLockLost       = errors.New("redlock: lock lost")
 	ErrFencingNode    = errors.New("redlock: fencing needs standalone or Sentinel nodes, not Cluster or Ring clients; use WithoutFencing")
 )
