@@ -19,7 +19,7 @@ func workerCount() int {
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "redlock.(*workers).work(") {
+		if strings.Contains(g, "round.(*workers).work(") {
 			n++
 		}
 	}
@@ -99,6 +99,9 @@ func TestCloseEndsTheIdleWorkers(t *testing.T) {
 		}
 		wg.Wait()
 		time.Sleep(100 * time.Millisecond) // the releases settle
+		if workerCount() == 0 {
+			t.Fatalf("round %d: no idle workers before Close: workerCount no longer finds them", round)
+		}
 		c.Close()
 		if n := workerCount(); n != 0 {
 			t.Fatalf("round %d: %d workers still running when Close returned", round, n)
