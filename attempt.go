@@ -73,8 +73,10 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 	if tr := c.cfg.trace; tr != nil && tr.AttemptStart != nil {
 		tr.AttemptStart(name)
 	}
-	l := c.leases.Begin(lease.Request{Name: name, Waiter: waiter, Waited: waited,
-		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, List: list, Shape: lease.Mutex(c.cfg.keyPrefix, name)})
+	lk := &Lock{c: c}
+	l := &lk.l
+	c.leases.Begin(l, lease.Request{Name: name, Waiter: waiter, Waited: waited,
+		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, List: list, Prefix: c.cfg.keyPrefix, Shape: lease.Mutex})
 	start := c.cfg.clock.Now()
 	commit, err := l.Acquire(ctx, start, waited)
 	err = publicError(err)
@@ -89,5 +91,5 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 	if err != nil {
 		return nil, err
 	}
-	return &Lock{c: c, l: l}, nil
+	return lk, nil
 }

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	_ "embed"
+	"errors"
 
 	"github.com/quorumlock/redlock/internal/lease"
 )
@@ -57,6 +58,9 @@ func (l *Lock) Extend(ctx context.Context, opts ...LockOption) error {
 	start := l.c.cfg.clock.Now()
 	until, nodes, err := l.l.Extend(ctx, start, lease.Term{TTL: ls.ttl, Arg: ls.arg})
 	err = publicError(err)
+	if err != nil && !errors.Is(err, ErrReleased) {
+		l.c.log.Warn("redlock: extension failed", "lock", l.Name(), "err", err)
+	}
 	l.c.observe(ctx, "extend", l.Name(), start, nodes, nil, l.Token(), until, err)
 	return err
 }

@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/lease"
@@ -11,10 +10,7 @@ import (
 // concurrent use.
 type Lock struct {
 	c *Client
-	l *lease.Lease // the lease engine's: what the nodes hold, and its deadline
-
-	unlockOnce sync.Once
-	unlockErr  error
+	l lease.Lease // the lease engine's: what the nodes hold, and its deadline
 }
 
 // Name returns the lock's name.

@@ -43,8 +43,10 @@ func (n Naive) TryLock(ctx context.Context, name string, _ ...LockOption) (*Lock
 		return nil, err
 	}
 	ls := c.defaultLease()
-	l := c.leases.Begin(lease.Request{Name: name, Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, List: list,
-		Shape: lease.Mutex(c.cfg.keyPrefix, name)})
+	lk := &Lock{c: c}
+	l := &lk.l
+	c.leases.Begin(l, lease.Request{Name: name, Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, List: list,
+		Prefix: c.cfg.keyPrefix, Shape: lease.Mutex})
 	start := c.cfg.clock.Now()
 	t, ctxErr := l.RoundOne(ctx, 0)
 	if t == nil {
@@ -54,7 +56,7 @@ func (n Naive) TryLock(ctx context.Context, name string, _ ...LockOption) (*Lock
 	var kind, cause error
 	if ctxErr == nil && t.Won() {
 		if commit, kind, cause = naiveGrant(ctx, c, l, n.Variant, start, t); kind == nil && cause == nil {
-			return &Lock{c: c, l: l}, nil
+			return lk, nil
 		}
 	}
 	return nil, publicError(l.Fail(t, ctxErr, commit, kind, cause))

@@ -109,6 +109,7 @@ type diffEnv struct {
 	t      *testing.T
 	rdb    *redis.Client
 	c      *Client
+	e      *lease.Engine
 	l      *lease.Lease
 	replid string // the node's master_replid
 	other  string // another replication id
@@ -150,10 +151,13 @@ func newDiffEnv(ctx context.Context, t *testing.T, rdb *redis.Client) *diffEnv {
 		Args: lease.Args{MarkerTTL: int64(10 * diffTTL * diffUnit), StaleWaiter: int64(diffUnit),
 			PromiseFor: int64(diffUnit), Retention: int64(diffRetention)}})
 	ls := c.defaultLease()
-	l := e.Begin(lease.Request{Name: "x", Term: lease.Term{TTL: ls.ttl, Arg: ls.arg},
-		List:  &lease.View{Roster: rosterStr(rosterRight)},
-		Shape: func(string) lease.Shape { return lease.Mutex("redlock", "x")(valueStr(diffValue)) }})
-	return &diffEnv{ctx: ctx, t: t, rdb: rdb, c: c, l: l, replid: replid, other: other, counts: map[string]int{}}
+	l := new(lease.Lease)
+	e.Begin(l, lease.Request{Name: "x", Prefix: "redlock", Term: lease.Term{TTL: ls.ttl, Arg: ls.arg},
+		List: &lease.View{Roster: rosterStr(rosterRight)},
+		Shape: func(l *lease.Lease, prefix, name, _ string) lease.Shape {
+			return lease.Mutex(l, prefix, name, valueStr(diffValue))
+		}})
+	return &diffEnv{ctx: ctx, t: t, rdb: rdb, c: c, e: e, l: l, replid: replid, other: other, counts: map[string]int{}}
 }
 
 func valueStr(v uint8) string { return "v" + strconv.Itoa(int(v)) }
@@ -545,11 +549,7 @@ func (d *diffEnv) releaseCases() {
 					i++
 					dc := mkCase(id, i%3, i%3, i%3, int32(i%4), 0, int32(i%2)*(2*256+1), lock)
 					d.encode(dc)
-					var markerTTL any = 0
-					if !sure {
-						markerTTL = int64(10 * diffTTL * diffUnit)
-					}
-					n, err := d.l.Shape().Release(d.l, markerTTL, announce).Run(d.ctx, d.rdb).Int64()
+					n, err := d.e.ReleaseCall(d.l, sure, announce).Run(d.ctx, d.rdb).Int64()
 					want := dc.n
 					r := want.Release(diffNow, diffValue)
 					d.check("release", dc, fmt.Sprintf("value %d, sure %v, announce %v", diffValue, sure, announce),

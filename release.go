@@ -27,11 +27,9 @@ import (
 // its Cause and the silent nodes are NodeTimedOut with an Err that wraps
 // it. Later calls return the first call's result.
 func (l *Lock) Unlock(ctx context.Context) error {
-	l.unlockOnce.Do(func() {
-		start := l.c.cfg.clock.Now()
-		nodes, err := l.l.Release(ctx)
-		l.unlockErr = publicError(err)
-		l.c.observe(ctx, "unlock", l.Name(), start, nodes, nil, l.Token(), time.Time{}, l.unlockErr)
+	return l.l.Release(ctx, func(start time.Time, nodes []NodeResult, err error) error {
+		err = publicError(err)
+		l.c.observe(ctx, "unlock", l.Name(), start, nodes, nil, l.Token(), time.Time{}, err)
+		return err
 	})
-	return l.unlockErr
 }

@@ -21,9 +21,10 @@ type Request struct {
 	Term   Term
 	// List is the node list check whose votes count (View).
 	List *View
-	// Shape makes what the primitive puts on each node, for the
-	// attempt's random value.
-	Shape func(value string) Shape
+	// Prefix is the client's key prefix, and Shape makes what the
+	// primitive puts on each node for lease l and its random value (Mutex).
+	Prefix string
+	Shape  func(l *Lease, prefix, name, value string) Shape
 }
 
 // Settle waits for this client's releases of name still in flight, as
@@ -33,16 +34,18 @@ func (e *Engine) Settle(ctx context.Context, name string) error {
 	return e.settling.wait(ctx, name, e.Rounds.Epoch())
 }
 
-// Begin makes the lease of one attempt, not yet sent: Acquire sends it.
-func (e *Engine) Begin(r Request) *Lease {
-	l := e.newLease(r.Name, r.Term, r.Shape)
+// Begin makes l the lease of one attempt, not yet sent: Acquire sends it.
+// l is the zero Lease, which the caller allocated (within its own handle,
+// so that an attempt costs one allocation for both); it must not be
+// copied afterwards.
+func (e *Engine) Begin(l *Lease, r Request) {
+	e.initLease(l, r)
 	l.list = r.List
 	// A refusal may come from this client's own release or rollback of the
 	// name, if one was in flight when the attempt went out (Failure.Own).
 	l.ownReleases = e.settling.inFlight(r.Name)
 	l.ownInFlight = len(l.ownReleases) > 0
 	l.waiter = r.Waiter
-	return l
 }
 
 // Acquire makes the attempt that Begin made, started at start: round 1,

@@ -27,16 +27,14 @@ func (l *Lease) ExtendTurn(ctx context.Context) (done func(), err error) {
 // (ExtendTurn), and returns the new end of the validity and what each node
 // answered. On failure err is a *Failure (or ErrClosed), and a shortening
 // that failed still pulls Until back to where a success would have put
-// it: the nodes it reached hold the shorter TTL.
+// it: the nodes it reached hold the shorter TTL. The caller logs the
+// failure, with the error it returns.
 func (l *Lease) Extend(ctx context.Context, start time.Time, t Term) (until time.Time, nodes []round.NodeResult, err error) {
 	until, nodes, err = l.extend(ctx, start, t)
 	if err != nil && t.TTL < l.TTL() {
 		// Nodes it reached, late or unheard, hold the shorter TTL: the
 		// lock is valid no longer than if it had succeeded.
 		l.pullDeadline(start.Add(l.e.Validity(t.TTL)), t.TTL)
-	}
-	if f, ok := err.(*Failure); err != nil && (!ok || f.Kind != kind.ErrReleased) {
-		l.e.Log.Warn("redlock: extension failed", "lock", l.name, "err", err)
 	}
 	return until, nodes, err
 }

@@ -24,6 +24,7 @@ type Lease struct {
 	name    string
 	value   string // random, unique to this acquisition
 	shape   Shape  // what the primitive puts on each node for this value
+	mutex   mutex  // the mutex's shape, when it is one: kept here, it costs no allocation
 	term    Term   // the acquisition's TTL (For, or the client's)
 	results []round.NodeResult
 	token   uint64
@@ -74,28 +75,25 @@ type Lease struct {
 	unlockErr  error // Release's result: nil, a *Failure, or ErrClosed
 }
 
-func (e *Engine) newLease(name string, t Term, shape func(value string) Shape) *Lease {
+func (e *Engine) initLease(l *Lease, r Request) {
 	n := len(e.Nodes)
 	value := NewValue()
-	l := &Lease{
-		e:          e,
-		name:       name,
-		value:      value,
-		shape:      shape(value),
-		term:       t,
-		ttl:        t.TTL,
-		acqDone:    make([]chan struct{}, n),
-		acqOutcome: make([]round.Outcome, n),
-		acqSent:    make([]bool, n),
-		verdict:    make(chan struct{}),
-		done:       make(chan struct{}),
-		extending:  make(chan struct{}, 1),
-		ttlMoved:   make(chan struct{}, 1),
-	}
+	l.e = e
+	l.name = r.Name
+	l.value = value
+	l.term = r.Term
+	l.ttl = r.Term.TTL
+	l.acqDone = make([]chan struct{}, n)
+	l.acqOutcome = make([]round.Outcome, n)
+	l.acqSent = make([]bool, n)
+	l.verdict = make(chan struct{})
+	l.done = make(chan struct{})
+	l.extending = make(chan struct{}, 1)
+	l.ttlMoved = make(chan struct{}, 1)
 	for i := range n {
 		l.acqDone[i] = make(chan struct{})
 	}
-	return l
+	l.shape = r.Shape(l, r.Prefix, r.Name, value)
 }
 
 // NewValue returns a random lock value: 128 bits, hex-encoded, made with

@@ -15,14 +15,14 @@ type mutex struct {
 	value   any    // the value, boxed
 }
 
-// Mutex returns the shape of a mutex lease on name under prefix.
-func Mutex(prefix, name string) func(value string) Shape {
-	return func(value string) Shape {
-		key, queue, seen := LockKeys(prefix, name)
-		m := &mutex{key: key, marker: MarkerKey(key, value), value: value}
-		m.keyArgs = nodescript.BoxKeys(key, m.marker, NextKey(key), queue, seen)
-		return m
-	}
+// Mutex is the shape of a mutex lease l on name under prefix, with l's
+// value (a Request's Shape).
+func Mutex(l *Lease, prefix, name, value string) Shape {
+	m := &l.mutex
+	key, queue, seen := LockKeys(prefix, name)
+	m.key, m.marker, m.value = key, MarkerKey(key, value), value
+	m.keyArgs = nodescript.BoxKeys(key, m.marker, NextKey(key), queue, seen)
+	return m
 }
 
 // Key is the lock key of a mutex lease; "" for another shape.

@@ -13,13 +13,23 @@ import (
 // Release deletes the lease on every node where it still holds l's value,
 // and closes Done: the root package's Unlock, which documents it. The
 // release is sent even if ctx is already done: ctx bounds only how long
-// Release waits for the answers. It returns what each node answered (nil
-// on success without an Observer), and nil or a *Failure (or ErrClosed,
-// if the engine is closed). Later calls return the first call's result.
-func (l *Lease) Release(ctx context.Context) ([]round.NodeResult, error) {
-	var nodes []round.NodeResult
-	l.unlockOnce.Do(func() { nodes, l.unlockErr = l.release(ctx) })
-	return nodes, l.unlockErr
+// Release waits for the answers. Its result is nil, a *Failure, or
+// ErrClosed if the engine is closed; report, run once the outcome is
+// known with the start of the call and what each node answered (nil on
+// success without an Observer), may replace it (the root package turns a
+// Failure into its QuorumError and tells the Observer). Later calls, and an
+// Extend racing this one, wait for the first call, report included, and
+// return its result.
+func (l *Lease) Release(ctx context.Context, report func(start time.Time, nodes []round.NodeResult, err error) error) error {
+	l.unlockOnce.Do(func() {
+		start := l.e.Clock.Now()
+		nodes, err := l.release(ctx)
+		if report != nil {
+			err = report(start, nodes, err)
+		}
+		l.unlockErr = err
+	})
+	return l.unlockErr
 }
 
 // release is Release's first call.
@@ -77,7 +87,7 @@ func (l *Lease) release(ctx context.Context) ([]round.NodeResult, error) {
 // run, after the first try.
 func (e *Engine) releaseNode(node redis.UniversalClient, l *Lease, sure bool, tried chan struct{}, ended func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.NodeTimeout)
-	outcome, _, err := Answer(ctx, e.releaseCall(l, sure, false), node)
+	outcome, _, err := Answer(ctx, e.ReleaseCall(l, sure, false), node)
 	cancel()
 	close(tried)
 	if outcome != round.NodeFailed || round.IsServerReply(err) {
@@ -96,12 +106,13 @@ func (e *Engine) releaseNode(node redis.UniversalClient, l *Lease, sure bool, tr
 	e.retryRelease(node, l, sure, ended)
 }
 
-// releaseCall is the release call for l. sure says that the node is known
-// to have processed the acquisition call; otherwise a copy of it may still be
-// in flight, and the script leaves a marker that keeps it from landing.
+// ReleaseCall is the release call for l, which Release and the rollbacks
+// send. sure says that the node is known to have processed the
+// acquisition call; otherwise a copy of it may still be in flight, and the
+// script leaves a marker that keeps it from landing.
 //
 // announce publishes the release to waiters: Release does, a rollback not.
-func (e *Engine) releaseCall(l *Lease, sure, announce bool) *nodescript.Call {
+func (e *Engine) ReleaseCall(l *Lease, sure, announce bool) *nodescript.Call {
 	var markerTTL any = 0
 	if !sure {
 		markerTTL = e.markerTTL(l)
@@ -116,7 +127,7 @@ func (l *Lease) unlockCall(sure bool) *nodescript.Call {
 		i = 1
 	}
 	u := &l.unlockCalls[i]
-	u.once.Do(func() { u.call = l.e.releaseCall(l, sure, true) })
+	u.once.Do(func() { u.call = l.e.ReleaseCall(l, sure, true) })
 	return u.call
 }
 
@@ -147,7 +158,7 @@ func (e *Engine) retryRelease(node redis.UniversalClient, l *Lease, sure bool, e
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.NodeTimeout)
-		outcome, _, err := Answer(ctx, e.releaseCall(l, sure, false), node)
+		outcome, _, err := Answer(ctx, e.ReleaseCall(l, sure, false), node)
 		cancel()
 		if ended != nil {
 			ended()
