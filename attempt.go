@@ -60,13 +60,13 @@ func (c *Client) beforeTry(ctx context.Context, name string) error {
 // prelude); TryLock passes "".
 //
 // Votes count only from nodes that showed the deployment's identity at
-// the check of the node list (nodelist.go), which the first attempt waits
+// the check of the node list (internal/identity), which the first attempt waits
 // for. The attempt itself is the lease engine's (internal/lease).
 func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.Duration, ls term) (*Lock, error) {
 	if err := c.leases.Settle(ctx, name); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
 	}
-	list, err := c.attemptList(ctx, name)
+	list, err := c.ident.AttemptList(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -55,14 +55,14 @@ var (
 
 	// ErrRepairTooSoon: Repair found the node out for less than the longest
 	// TTL in use (see RepairTooSoonError, which says how long to wait).
-	ErrRepairTooSoon = errors.New("node out for less than the longest TTL in use (delayed restart)")
+	ErrRepairTooSoon = kind.ErrRepairTooSoon
 
 	// ErrTokenRange: a token argument is not below 2^53.
-	ErrTokenRange = errors.New("redlock: token out of range")
+	ErrTokenRange = kind.ErrTokenRange
 
 	// ErrNodeIDConflict: two nodes have the same fencing id, or ids and
 	// uuids disagree. Tokens are not safe until an operator fixes it.
-	ErrNodeIDConflict = errors.New("redlock: conflicting node ids")
+	ErrNodeIDConflict = kind.ErrNodeIDConflict
 
 	// ErrWrongNodeList: the client's node list is not the deployment's: a
 	// subset or a superset of it, one server under two addresses, nodes of
@@ -140,7 +140,7 @@ var (
 var (
 	ErrNoNodes           = errors.New("redlock: no nodes")
 	ErrNilNode           = errors.New("redlock: nil node")
-	ErrDuplicateNode     = errors.New("redlock: the same node given twice (one client twice, or two clients for one server)")
+	ErrDuplicateNode     = kind.ErrDuplicateNode
 	ErrTTLTooShort       = errors.New("redlock: TTL too short")
 	ErrBadDriftFactor    = errors.New("redlock: drift factor must be in [0, 1)")
 	ErrBadNodeTimeout    = errors.New("redlock: node timeout must be positive")
@@ -204,6 +204,9 @@ func publicError(err error) error {
 	return &QuorumError{Op: f.Op, Name: f.Name, Kind: f.Kind, Cause: f.Cause, Nodes: f.Nodes,
 		lostToPromises: f.LostToPromises, after: f.After, own: f.Own}
 }
+
+// quorumError is the *QuorumError of f, for internal/identity.
+func quorumError(f *lease.Failure) error { return publicError(f) }
 
 // ended is the error of a Lock whose ctx ended after attempt e: e, with
 // ctx's error as its cause. Refusals that may have come from this client's

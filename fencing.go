@@ -1,9 +1,5 @@
 package redlock
 
-import (
-	_ "embed"
-)
-
 // Fencing tokens, minted by the quorum (docs/fencing.md).
 //
 // Every fenced acquisition returns a token that only grows: round 1 rides on
@@ -21,28 +17,3 @@ import (
 // MaxFencingNodes is the most nodes a fenced client can use: a node id is
 // the low byte of every token.
 const MaxFencingNodes = 256
-
-// deployment is what the lease engine tells the client of the nodes'
-// identities as their replies come in (lease.Deployment).
-type deployment struct{ c *Client }
-
-func (d deployment) Recheck()       { d.c.checkList(false) }
-func (d deployment) Amnesiac(i int) { d.c.noteAmnesia(i) }
-func (d deployment) Intact(i int)   { d.c.noteIntact(i) }
-
-// noteAmnesia warns, once per episode, that node i lost its fencing state,
-// and starts repairing it online (repair.go).
-func (c *Client) noteAmnesia(i int) {
-	if c.amnesiac[i].CompareAndSwap(false, true) {
-		c.log.Warn("redlock: node's fencing state is not intact (it lost its data, was restarted or "+
-			"promoted, or was never provisioned); it is left out of quorums until repaired", "node", i)
-	}
-	c.repairOnline(i)
-}
-
-// noteIntact re-arms the warning once node i answers as intact again.
-func (c *Client) noteIntact(i int) {
-	if c.amnesiac[i].Load() {
-		c.amnesiac[i].Store(false)
-	}
-}

@@ -38,7 +38,7 @@ func (n Naive) TryLock(ctx context.Context, name string, _ ...LockOption) (*Lock
 	if err := c.beforeTry(ctx, name); err != nil {
 		return nil, err
 	}
-	list, err := c.attemptList(ctx, name)
+	list, err := c.ident.AttemptList(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/identity"
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/protomodel"
@@ -110,6 +111,7 @@ type diffEnv struct {
 	rdb    *redis.Client
 	c      *Client
 	e      *lease.Engine
+	keys   lease.NodeKeys // the per-node fencing keys, as the client's
 	l      *lease.Lease
 	replid string // the node's master_replid
 	other  string // another replication id
@@ -144,10 +146,10 @@ func newDiffEnv(ctx context.Context, t *testing.T, rdb *redis.Client) *diffEnv {
 	c := &Client{
 		nodes: make([]redis.UniversalClient, 1),
 		cfg:   config{keyPrefix: "redlock", ttl: diffTTL * diffUnit * time.Millisecond, retention: diffRetention * time.Millisecond},
-		keys:  lease.NewNodeKeys("redlock"),
 	}
+	keys := lease.NewNodeKeys("redlock")
 	c.args = scriptArgs{ttl: int64(diffTTL * diffUnit), retention: int64(diffRetention)}
-	e := lease.New(lease.Config{Nodes: c.nodes, Fencing: true, TTL: c.cfg.ttl, Keys: c.keys,
+	e := lease.New(lease.Config{Nodes: c.nodes, Fencing: true, TTL: c.cfg.ttl, Keys: keys,
 		Args: lease.Args{MarkerTTL: int64(10 * diffTTL * diffUnit), StaleWaiter: int64(diffUnit),
 			PromiseFor: int64(diffUnit), Retention: int64(diffRetention)}})
 	ls := c.defaultLease()
@@ -157,7 +159,7 @@ func newDiffEnv(ctx context.Context, t *testing.T, rdb *redis.Client) *diffEnv {
 		Shape: func(l *lease.Lease, prefix, name, _ string) lease.Shape {
 			return lease.Mutex(l, prefix, name, valueStr(diffValue))
 		}})
-	return &diffEnv{ctx: ctx, t: t, rdb: rdb, c: c, e: e, l: l, replid: replid, other: other, counts: map[string]int{}}
+	return &diffEnv{ctx: ctx, t: t, rdb: rdb, c: c, e: e, keys: keys, l: l, replid: replid, other: other, counts: map[string]int{}}
 }
 
 func valueStr(v uint8) string { return "v" + strconv.Itoa(int(v)) }
@@ -267,7 +269,7 @@ func mkCase(id, uuid, roster, stamp int, g, e, h int32, lock int) diffCase {
 
 // encode writes the case into the node, alone.
 func (d *diffEnv) encode(dc diffCase) {
-	ctx, k := d.ctx, &d.c.keys
+	ctx, k := d.ctx, &d.keys
 	if err := d.rdb.FlushAll(ctx).Err(); err != nil {
 		d.t.Fatal(err)
 	}
@@ -321,7 +323,7 @@ func (d *diffEnv) encode(dc diffCase) {
 // decode reads the node's keys back into a model node (the non-key fields
 // copied from like), the roster held, and the stamp as stored.
 func (d *diffEnv) decode(like protomodel.Node, nonce string) (protomodel.Node, rosterKind, string) {
-	ctx, k := d.ctx, &d.c.keys
+	ctx, k := d.ctx, &d.keys
 	var gets []*redis.StringCmd
 	var pttl *redis.DurationCmd
 	_, err := d.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -561,10 +563,10 @@ func (d *diffEnv) releaseCases() {
 }
 
 // readStateCases: node_state.lua (with the identity prelude) as
-// readStates calls it, parsed by parseNodeState, against Node.ReadState.
+// readStates calls it, parsed by parseNodeState (identity.Parsed), against Node.ReadState.
 // The uptime is not compared.
 func (d *diffEnv) readStateCases() {
-	k := &d.c.keys
+	k := &d.keys
 	keys := []string{k.UUID, k.Roster, k.ID, k.Replid, k.Lost, k.Counter, k.MaxTTL}
 	const nonce = "r0"
 	i := 0
@@ -579,18 +581,21 @@ func (d *diffEnv) readStateCases() {
 						var got string
 						v, err := nodescript.NodeState.Run(d.ctx, d.rdb, keys, nonce).Slice()
 						if err == nil {
-							var s *nodeState
-							if s, err = parseNodeState(v); err == nil {
+							var sUUID string
+							var sID int
+							var sIntact bool
+							var sNow, sCounter int64
+							if sUUID, sID, sIntact, sNow, sCounter, err = identity.Parsed(v); err == nil {
 								u := int8(-1)
-								if s.uuid != "" {
+								if sUUID != "" {
 									u = 127
-									if n, err := strconv.Atoi(strings.TrimPrefix(s.uuid, "uuid-")); err == nil && uuidStr(int8(n)) == s.uuid {
+									if n, err := strconv.Atoi(strings.TrimPrefix(sUUID, "uuid-")); err == nil && uuidStr(int8(n)) == sUUID {
 										u = int8(n)
 									}
 								}
 								stamp, _ := v[5].(string)
-								got = fmt.Sprintf("%+v", protomodel.NodeState{UUID: u, ID: int8(s.id), Intact: s.intact(),
-									Stamp: d.decodeStamp(stamp, nonce), Now: int16(d.tick(s.now)), G: int32(s.counter)})
+								got = fmt.Sprintf("%+v", protomodel.NodeState{UUID: u, ID: int8(sID), Intact: sIntact,
+									Stamp: d.decodeStamp(stamp, nonce), Now: int16(d.tick(sNow)), G: int32(sCounter)})
 							}
 						}
 						if err != nil {
@@ -629,7 +634,7 @@ func (d *diffEnv) wantStamp(dc diffCase, w int) protomodel.Stamp {
 // u = none) against Node.SwapUUID with the stamped writes and no prelude
 // (Rules New, which the scripts implement).
 func (d *diffEnv) swapCases() {
-	k := &d.c.keys
+	k := &d.keys
 	keys := []string{k.UUID, k.ID, k.Lost}
 	i := 0
 	for id := range diffIDs {
@@ -661,7 +666,7 @@ func (d *diffEnv) swapCases() {
 // (uuid lost) are both the model's RepairLostUUID; its error reply (another
 // id) is RepairOtherID.
 func (d *diffEnv) repairCases() {
-	k := &d.c.keys
+	k := &d.keys
 	keys := []string{k.UUID, k.Roster, k.ID, k.Replid, k.Lost, k.Counter, k.Floor, k.MaxTTL}
 	i := 0
 	ids := []struct {

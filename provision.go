@@ -2,13 +2,12 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
 
-	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/identity"
 )
+
+// The public API of the deployment's identity: provisioning, reprovisioning
+// and the node ids. The machinery is internal/identity's.
 
 // Provision gives every node of a new deployment its fencing identity, and
 // checks the identity of a deployment that has one. It is a deploy-time
@@ -63,140 +62,39 @@ type ProvisionReport struct {
 
 // ProvisionWithReport is Provision, and says which nodes it checked.
 func (c *Client) ProvisionWithReport(ctx context.Context) (*ProvisionReport, error) {
-	if !c.cfg.fencing {
-		return &ProvisionReport{}, nil
-	}
-	ctx, cancel := c.adminContext(ctx)
-	defer cancel()
-	states, t, err := c.readStates(ctx)
+	r, err := c.ident.ProvisionWithReport(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.provisionable(states); err != nil {
-		return nil, err
-	}
-	hasID := func(s *nodeState) bool { return s != nil && s.id >= 0 }
-	switch {
-	case t.Granted() < len(c.nodes) && !slices.ContainsFunc(states, hasID):
-		return nil, &QuorumError{Op: "provision", Kind: ErrUnavailable, Cause: errNewNeedsAll, Nodes: t.Snapshot()}
-	case t.Granted() < len(c.nodes) && !rosterMajority(states, len(c.nodes)):
-		// The silent nodes may hold what would make a majority: no
-		// verdict on the deployment without them.
-		return nil, &QuorumError{Op: "provision", Kind: ErrUnavailable, Cause: errProvisionedNeedsMajority, Nodes: t.Snapshot()}
-	case !slices.ContainsFunc(states, hasID):
-		// Until some node has an id, no token exists, and provisioning
-		// can be carried on from wherever another provisioner left it.
-		if states, err = c.claimRoster(ctx, states); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.assignIDs(ctx, states); err != nil {
-		return nil, err
-	}
-	c.refreshList(ctx) // the ids and roster the attempts count votes by
-	return c.provisionReport(ctx)
+	return &ProvisionReport{IDs: r.IDs, Unchecked: r.Unchecked}, nil
 }
 
-var (
-	errNewNeedsAll = errors.New("a deployment not yet provisioned needs every node: its roster names " +
-		"every member")
-	errProvisionedNeedsMajority = errors.New("checking a provisioned deployment needs a majority of its " +
-		"nodes answering with its roster")
-)
-
-// rosterMajority reports whether a majority of the n nodes answered
-// (states[i] != nil) with one roster.
-func rosterMajority(states []*nodeState, n int) bool {
-	count := map[string]int{}
-	for _, s := range states {
-		if s != nil && s.roster != "" {
-			count[s.roster]++
-			if count[s.roster] >= round.Majority(n) {
-				return true
-			}
-		}
-	}
-	return false
+// Reprovision recovers a deployment in which a majority of the nodes lost
+// their fencing state, an outage no repair can end: it forgets every node's
+// identity, raises every node's counter so that all later tokens exceed
+// above, and provisions the deployment afresh. Every node must answer.
+//
+// above must be below 2^52 (ErrTokenRange otherwise), so that the tokens
+// after it have room below 2^53, and at least the highest token any protected store accepted
+// (each fence keeps its highest: fence.Redis's mark, the PostgreSQL fence's
+// table); tokens from before the loss that were never seen by a store give
+// no guarantee. Locks held across a Reprovision are not affected, but stop
+// clients first where the stores cannot be read.
+func (c *Client) Reprovision(ctx context.Context, above uint64) error {
+	return c.ident.Reprovision(ctx, above)
 }
 
-// provisionable refuses, before anything is written, a list that is not
-// one deployment's masters.
-func (c *Client) provisionable(states []*nodeState) error {
-	if err := distinctServers(states); err != nil {
-		return err
-	}
-	problems := replicaProblems(states)
-	if p := mixedDeployments(states); p != "" {
-		problems = append(problems, p)
-	}
-	if len(problems) > 0 {
-		return &NodeListError{Problems: problems}
-	}
-	return nil
+// NodeIDs returns each node's fencing id, -1 for a node whose fencing state
+// is not intact (not provisioned, emptied, restarted or promoted) or that
+// did not answer. It fails with a *NodeListError if the client's node list
+// is not the deployment's, as far as the nodes that answered show. If a
+// node did not answer, it returns the ids it read with a *QuorumError of
+// Kind ErrUnavailable that names each node's outcome: every node must
+// answer for the ids to be complete.
+func (c *Client) NodeIDs(ctx context.Context) ([]int, error) {
+	return c.ident.NodeIDs(ctx)
 }
 
-// provisionReport reads every node once more, and reports the ids and the
-// nodes that did not answer. It judges the list again: a node made a
-// replica of another member while Provision ran holds that member's
-// identity, which the id step finds already written, and succeeds on. A
-// node that lost its state since is for the clients and doctor to find.
-func (c *Client) provisionReport(ctx context.Context) (*ProvisionReport, error) {
-	states, t, err := c.readStates(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.provisionable(states); err != nil {
-		return nil, err
-	}
-	if v := judgeList(states, len(c.nodes)); v.Err != nil {
-		return nil, v.Err
-	}
-	rep := &ProvisionReport{IDs: make([]int, len(states))}
-	var silent []string
-	for i, s := range states {
-		rep.IDs[i] = -1
-		if s != nil && s.intact() {
-			rep.IDs[i] = s.id
-		}
-		if r := t.Results[i]; r.Outcome != NodeGranted {
-			rep.Unchecked = append(rep.Unchecked, r)
-			silent = append(silent, fmt.Sprintf("node %d (%v)", i, r.Err))
-		}
-	}
-	if len(silent) > 0 {
-		c.log.Warn("redlock: provision: the deployment is provisioned; these nodes did not answer, and "+
-			"were not checked: each client checks them at their first reply, and so does `redlock doctor`",
-			"unchecked", strings.Join(silent, ", "))
-	}
-	return rep, nil
-}
-
-// repairMissing gives their ids to nodes that hold the roster but no id
-// while a majority holds theirs, through Repair: such a node did not finish
-// provisioning, or it was restored from a snapshot taken then and has lost
-// everything since (lock keys and counters), so it waits out the delayed
-// restart and gets counters above the others' like any node that lost its
-// data. On a deployment that never took a lock there is nothing to wait
-// for. Concurrent provisioners may repair the same node: what counts is
-// that every node is intact afterwards.
-func (c *Client) repairMissing(ctx context.Context, missing []int) error {
-	var first error
-	for _, i := range missing {
-		if err := c.repair(ctx, i, repairConfig{}); err != nil && first == nil {
-			first = err
-		}
-	}
-	if first == nil {
-		return nil
-	}
-	states, err := c.readAllStates(ctx, "provision")
-	if err != nil {
-		return err
-	}
-	for _, i := range missing {
-		if !states[i].intact() {
-			return fmt.Errorf("redlock: provision node %d: %w", i, first)
-		}
-	}
-	return nil
-}
+// NodeListError says why a client's node list is not the deployment's.
+// It matches ErrWrongNodeList.
+type NodeListError = identity.NodeListError

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/quorumlock/redlock/internal/fairqueue"
+	"github.com/quorumlock/redlock/internal/identity"
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
@@ -30,13 +31,9 @@ type Client struct {
 	stopped   chan struct{}
 	closeOnce sync.Once
 
-	amnesiac  []atomic.Bool  // per node: the amnesia warning was given
-	repairing []atomic.Bool  // per node: an online repair runs (repair.go)
-	keys      lease.NodeKeys // the per-node fencing keys
-	list      nodeList       // the check of the node list (nodelist.go)
-	knownMu   sync.Mutex
-	known     []string   // per node: the uuid this client saw it hold (repair.go)
-	stamps    stampWatch // per node: the lost stamp seen, and since when (repair_delay.go)
+	// ident is the deployment's identity: the check of the node list,
+	// provisioning and repair (internal/identity).
+	ident *identity.Deployment
 
 	queue *fairqueue.Queue // release notifications for waiters in Lock; leaving the queue, yielding
 	// id names the client in its waiters' ids ("<id>/<n>") and in the
@@ -121,15 +118,10 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{
-		nodes:     append([]redis.UniversalClient(nil), nodes...),
-		cfg:       cfg,
-		log:       log,
-		amnesiac:  make([]atomic.Bool, len(nodes)),
-		repairing: make([]atomic.Bool, len(nodes)),
-		keys:      lease.NewNodeKeys(cfg.keyPrefix),
-		known:     make([]string, len(nodes)),
-		stamps:    newStampWatch(len(nodes)),
-		id:        uuid.NewString(),
+		nodes: append([]redis.UniversalClient(nil), nodes...),
+		cfg:   cfg,
+		log:   log,
+		id:    uuid.NewString(),
 	}
 	c.rounds = round.New(c.nodes, round.Config{NodeTimeout: cfg.nodeTimeout, Patience: cfg.patience(),
 		Hooks: traceHooks(cfg.trace)})
@@ -145,11 +137,17 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		PromiseFor:  c.promiseFor(),
 		Retention:   c.args.retention,
 	}
+	keys := lease.NewNodeKeys(cfg.keyPrefix)
+	c.ident = identity.New(identity.Config{
+		Rounds: c.rounds, Nodes: c.nodes, Clock: cfg.clock, Fencing: cfg.fencing,
+		TTL: cfg.ttl, NodeTimeout: cfg.nodeTimeout, Patience: cfg.patience(),
+		Keys: keys, Retention: c.args.retention, Log: log, QuorumError: quorumError,
+	})
 	c.leases = lease.New(lease.Config{
 		Rounds: c.rounds, Nodes: c.nodes, Clock: cfg.clock, Fencing: cfg.fencing,
 		TTL: cfg.ttl, NodeTimeout: cfg.nodeTimeout, Patience: cfg.patience(), Validity: c.cfg.validity,
-		Keys: c.keys, Args: c.args.lease, Log: log, Observed: cfg.observer != nil,
-		Hooks: lease.Hooks{RoundTwo: roundTwoHook(cfg.trace)}, Deployment: deployment{c},
+		Keys: keys, Args: c.args.lease, Log: log, Observed: cfg.observer != nil,
+		Hooks: lease.Hooks{RoundTwo: roundTwoHook(cfg.trace)}, Deployment: c.ident,
 	})
 	return c, nil
 }

@@ -25,4 +25,8 @@ var (
 	ErrScript         = errors.New("redlock: nodes failed the lock script")
 	ErrLockLost       = errors.New("redlock: lock lost")
 	ErrFencingNode    = errors.New("redlock: fencing needs standalone or Sentinel nodes, not Cluster or Ring clients; use WithoutFencing")
+	ErrRepairTooSoon  = errors.New("node out for less than the longest TTL in use (delayed restart)")
+	ErrTokenRange     = errors.New("redlock: token out of range")
+	ErrNodeIDConflict = errors.New("redlock: conflicting node ids")
+	ErrDuplicateNode  = errors.New("redlock: the same node given twice (one client twice, or two clients for one server)")
 )

@@ -7,8 +7,8 @@ import (
 	"github.com/quorumlock/redlock/internal/round"
 )
 
-// View is what one check of the node list found (the root package's
-// nodelist.go runs the checks): the votes of an attempt count by it.
+// View is what one check of the node list found (internal/identity runs
+// the checks): the votes of an attempt count by it.
 type View struct {
 	Err    error              // a *NodeListError, or nil
 	Kind   error              // what no retry fixes, if every node failed so (ErrAuth...)
@@ -62,5 +62,5 @@ func (v *View) admit(l *Lease, i int, id int) bool {
 }
 
 // errNotChecked is the Err of a node whose vote does not count until the
-// next check of the node list (see the root package's nodeList).
+// next check of the node list (see internal/identity's nodeList).
 var errNotChecked = errors.New("redlock: node not counted: it did not show its identity at the node list check (a new check is under way)")

@@ -1,6 +1,6 @@
 package protomodel
 
-// An online repair of one node (repair_online.go, repair.go): rounds of
+// An online repair of one node (internal/identity's repair_online.go, repair.go): rounds of
 // reads of every node's state (node_state.lua, one event per node), a
 // decision when the round is complete, then the uuid swap (swap_uuid.lua)
 // and the repair script (repair.lua) on the target, each a separate event.

@@ -1,4 +1,4 @@
-package redlock
+package identity
 
 import (
 	"sync"
@@ -47,12 +47,12 @@ func (w *stampWatch) firstSeen(i int, stamp string, now time.Time) time.Time {
 // TTL in use. The counters a repair writes come from that same read, so
 // the read itself must begin after the delay: begun, not the time now,
 // is measured against the first sighting.
-func (c *Client) restartDelay(i int, s *nodeState, begun time.Time, longest time.Duration) time.Duration {
+func (d *Deployment) restartDelay(i int, s *nodeState, begun time.Time, longest time.Duration) time.Duration {
 	if s.stamp == "" {
 		// Not stamped: a read-only node, say, which no repair writes to.
 		return longest
 	}
 	byNode := time.Duration(s.now-s.lostAt) * time.Millisecond
-	bySelf := begun.Sub(c.stamps.firstSeen(i, s.stamp, c.cfg.clock.Now()))
+	bySelf := begun.Sub(d.stamps.firstSeen(i, s.stamp, d.cfg.Clock.Now()))
 	return max(longest-byNode, longest-max(bySelf, 0), 0)
 }

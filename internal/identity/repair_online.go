@@ -1,4 +1,4 @@
-package redlock
+package identity
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/kind"
+	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -15,40 +17,40 @@ import (
 var errNotAdoptable = fmt.Errorf("%w: the node holds no member of the deployment's roster, and this client never "+
 	"saw it hold one: it lost all its data, or it is not the deployment's node. If it stands for the one member "+
 	"no node holds, and the server that held it will never serve again, repair it with RepairAdopting "+
-	"(`redlock repair --adopt`); otherwise fix the node list", ErrAmnesia)
+	"(`redlock repair --adopt`); otherwise fix the node list", kind.ErrAmnesia)
 
 // remember records the uuid each intact node holds (at every check of the
 // node list, and at every repair's read): what an online repair may give
 // back to a node that lost its data.
-func (c *Client) remember(states []*nodeState) {
-	c.knownMu.Lock()
-	defer c.knownMu.Unlock()
+func (d *Deployment) remember(states []*nodeState) {
+	d.knownMu.Lock()
+	defer d.knownMu.Unlock()
 	for i, s := range states {
 		if s != nil && s.intact() {
-			c.known[i] = s.uuid
+			d.known[i] = s.uuid
 		}
 	}
 }
 
-func (c *Client) knownUUID(i int) string {
-	c.knownMu.Lock()
-	defer c.knownMu.Unlock()
-	return c.known[i]
+func (d *Deployment) knownUUID(i int) string {
+	d.knownMu.Lock()
+	defer d.knownMu.Unlock()
+	return d.known[i]
 }
 
 // repairOnline repairs node i in the background, once per episode: it waits
 // out the delayed restart and retries while no majority is intact, for at
 // most a bounded number of tries, and stops at Close.
-func (c *Client) repairOnline(i int) {
-	if !c.repairing[i].CompareAndSwap(false, true) {
+func (d *Deployment) repairOnline(i int) {
+	if !d.repairing[i].CompareAndSwap(false, true) {
 		return
 	}
-	started := c.rounds.Go(func() {
-		defer c.repairing[i].Store(false)
-		pause := max(c.cfg.ttl/10, c.cfg.nodeTimeout)
+	started := d.rounds.Go(func() {
+		defer d.repairing[i].Store(false)
+		pause := max(d.cfg.TTL/10, d.cfg.NodeTimeout)
 		for try := 0; try < onlineRepairTries; try++ {
-			ctx, cancel := context.WithTimeout(c.rounds.Life(), max(10*c.cfg.nodeTimeout, time.Second))
-			err := c.repair(ctx, i, repairConfig{online: true})
+			ctx, cancel := context.WithTimeout(d.rounds.Life(), max(10*d.cfg.NodeTimeout, time.Second))
+			err := d.repair(ctx, i, RepairConfig{online: true})
 			cancel()
 			var soon *RepairTooSoonError
 			switch {
@@ -56,21 +58,21 @@ func (c *Client) repairOnline(i int) {
 				return
 			case errors.As(err, &soon):
 				pause = soon.Wait + time.Millisecond
-			case errors.Is(err, redis.ErrClosed) || errors.Is(err, ErrClosed) ||
-				errors.Is(err, ErrNotProvisioned) || err == errNotAdoptable:
-				c.log.Debug("redlock: online repair stopped", "node", i, "err", err)
+			case errors.Is(err, redis.ErrClosed) || errors.Is(err, round.ErrClosed) ||
+				errors.Is(err, kind.ErrNotProvisioned) || err == errNotAdoptable:
+				d.log.Debug("redlock: online repair stopped", "node", i, "err", err)
 				return
 			default:
-				pause = min(2*pause, c.cfg.ttl)
-				c.log.Debug("redlock: online repair not possible yet", "node", i, "err", err)
+				pause = min(2*pause, d.cfg.TTL)
+				d.log.Debug("redlock: online repair not possible yet", "node", i, "err", err)
 			}
-			if !sleepCtx(c.rounds.Life(), pause) {
+			if !sleepCtx(d.rounds.Life(), pause) {
 				return
 			}
 		}
 	})
 	if !started {
-		c.repairing[i].Store(false)
+		d.repairing[i].Store(false)
 	}
 }
 

@@ -1,4 +1,4 @@
-package redlock
+package identity
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/kind"
 
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
@@ -24,7 +26,7 @@ import (
 // Provisioning is explicit (Provision, `redlock provision`): a deployment
 // whose nodes all lost their data looks exactly like a new one, and
 // provisioning it again would restart the tokens without a word. A fenced
-// acquisition on nodes that hold no identity fails with ErrNotProvisioned.
+// acquisition on nodes that hold no identity fails with kind.ErrNotProvisioned.
 
 // nodeState is what one node holds of its fencing identity and counters.
 type nodeState struct {
@@ -71,6 +73,17 @@ func parseNodeState(v []any) (*nodeState, error) {
 	return s, nil
 }
 
+// Parsed is what parseNodeState reads of a node_state.lua reply, for the
+// root package's differential test of the scripts against the protocol
+// model (protomodel_lua_test.go), which cannot reach the unexported state.
+func Parsed(v []any) (uuid string, id int, intact bool, now, counter int64, err error) {
+	s, err := parseNodeState(v)
+	if err != nil {
+		return "", 0, false, 0, 0, err
+	}
+	return s.uuid, s.id, s.intact(), s.now, s.counter, nil
+}
+
 // stampTime returns the node time in ms of a lost stamp
 // ('<ms>:<nonce>:<replid>'; '<ms>:<replid>' before stamps had nonces), if it
 // was made under replication id replid.
@@ -85,14 +98,14 @@ func stampTime(stamp, replid string) (int64, bool) {
 
 // onNodes runs op on every node, each call bounded by the node timeout, and
 // returns the tally once every node answered or timed out.
-func (c *Client) onNodes(ctx context.Context, op round.NodeOp) (*round.Tally, error) {
-	return c.onNodesUntil(ctx, op, nil)
+func (d *Deployment) onNodes(ctx context.Context, op round.NodeOp) (*round.Tally, error) {
+	return d.onNodesUntil(ctx, op, nil)
 }
 
 // onNodesUntil is onNodes that stops waiting for the silent nodes at the
 // time soon gives, if it gives one (see round.Engine.Run).
-func (c *Client) onNodesUntil(ctx context.Context, op round.NodeOp, soon func(*round.Tally) (time.Time, bool)) (*round.Tally, error) {
-	t, err := c.rounds.Run(ctx, round.Spec{Name: "admin", Op: op}, nil, soon)
+func (d *Deployment) onNodesUntil(ctx context.Context, op round.NodeOp, soon func(*round.Tally) (time.Time, bool)) (*round.Tally, error) {
+	t, err := d.rounds.Run(ctx, round.Spec{Name: "admin", Op: op}, nil, soon)
 	if err != nil {
 		return nil, err
 	}
@@ -100,35 +113,35 @@ func (c *Client) onNodesUntil(ctx context.Context, op round.NodeOp, soon func(*r
 }
 
 // readStates reads every node's state; a node that did not answer is nil.
-func (c *Client) readStates(ctx context.Context) ([]*nodeState, *round.Tally, error) {
-	return c.readStatesUntil(ctx, nil)
+func (d *Deployment) readStates(ctx context.Context) ([]*nodeState, *round.Tally, error) {
+	return d.readStatesUntil(ctx, nil)
 }
 
 // readStatesUntil is readStates that stops waiting as onNodesUntil does.
-func (c *Client) readStatesUntil(ctx context.Context, soon func(*round.Tally) (time.Time, bool)) ([]*nodeState, *round.Tally, error) {
-	out := make([]*nodeState, len(c.nodes))
-	k := &c.keys
+func (d *Deployment) readStatesUntil(ctx context.Context, soon func(*round.Tally) (time.Time, bool)) ([]*nodeState, *round.Tally, error) {
+	out := make([]*nodeState, len(d.nodes))
+	k := &d.keys
 	keys := []string{k.UUID, k.Roster, k.ID, k.Replid, k.Lost, k.Counter, k.MaxTTL}
 	nonce := lease.NewValue()
-	t, err := c.onNodesUntil(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+	t, err := d.onNodesUntil(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
 		v, err := nodescript.NodeState.Run(ctx, node, keys, nonce).Slice()
 		if err != nil {
-			return NodeFailed, 0, err
+			return round.NodeFailed, 0, err
 		}
 		s, err := parseNodeState(v)
 		if err != nil {
-			return NodeFailed, 0, err
+			return round.NodeFailed, 0, err
 		}
 		out[i] = s
-		return NodeGranted, 0, nil
+		return round.NodeGranted, 0, nil
 	}, soon)
 	if err != nil {
 		return nil, nil, err
 	}
 	// A call that timed out may still write its slot: keep only answers.
-	states := make([]*nodeState, len(c.nodes))
+	states := make([]*nodeState, len(d.nodes))
 	for i, r := range t.Results {
-		if r.Outcome == NodeGranted {
+		if r.Outcome == round.NodeGranted {
 			states[i] = out[i]
 		}
 	}
@@ -136,13 +149,13 @@ func (c *Client) readStatesUntil(ctx context.Context, soon func(*round.Tally) (t
 }
 
 // readAllStates is readStates where every node must answer.
-func (c *Client) readAllStates(ctx context.Context, op string) ([]*nodeState, error) {
-	states, t, err := c.readStates(ctx)
+func (d *Deployment) readAllStates(ctx context.Context, op string) ([]*nodeState, error) {
+	states, t, err := d.readStates(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if t.Granted() < len(c.nodes) {
-		return nil, &QuorumError{Op: op, Kind: ErrUnavailable, Nodes: t.Snapshot()}
+	if t.Granted() < len(d.nodes) {
+		return nil, d.quorumError(&lease.Failure{Op: op, Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
 	}
 	return states, distinctServers(states)
 }
@@ -156,35 +169,31 @@ func distinctServers(states []*nodeState) error {
 			continue
 		}
 		if j, dup := seen[s.runID]; dup {
-			return fmt.Errorf("%w: nodes %d and %d are the same server (run_id %s)", ErrDuplicateNode, j, i, s.runID)
+			return fmt.Errorf("%w: nodes %d and %d are the same server (run_id %s)", kind.ErrDuplicateNode, j, i, s.runID)
 		}
 		seen[s.runID] = i
 	}
 	return nil
 }
 
-func outcomeOf(err error) (Outcome, int64, error) {
+func outcomeOf(err error) (round.Outcome, int64, error) {
 	if err != nil {
-		return NodeFailed, 0, err
+		return round.NodeFailed, 0, err
 	}
-	return NodeGranted, 0, nil
+	return round.NodeGranted, 0, nil
 }
 
-// NodeIDs returns each node's fencing id, -1 for a node whose fencing state
-// is not intact (not provisioned, emptied, restarted or promoted) or that
-// did not answer. It fails with a *NodeListError if the client's node list
-// is not the deployment's, as far as the nodes that answered show. If a
-// node did not answer, it returns the ids it read with a *QuorumError of
-// Kind ErrUnavailable that names each node's outcome: every node must
-// answer for the ids to be complete.
-func (c *Client) NodeIDs(ctx context.Context) ([]int, error) {
-	ctx, cancel := c.adminContext(ctx)
+// NodeIDs returns each node's fencing id, -1 for a node whose fencing
+// state is not intact or that did not answer (the root package's NodeIDs
+// documents how it fails).
+func (d *Deployment) NodeIDs(ctx context.Context) ([]int, error) {
+	ctx, cancel := d.adminContext(ctx)
 	defer cancel()
-	states, t, err := c.readStates(ctx)
+	states, t, err := d.readStates(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if v := judgeList(states, len(c.nodes)); v.Err != nil {
+	if v := judgeList(states, len(d.nodes)); v.Err != nil {
 		return nil, v.Err
 	}
 	if err := distinctServers(states); err != nil {
@@ -197,15 +206,15 @@ func (c *Client) NodeIDs(ctx context.Context) ([]int, error) {
 			ids[i] = s.id
 		}
 	}
-	if t.Granted() < len(c.nodes) {
-		return ids, &QuorumError{Op: "read node ids", Kind: ErrUnavailable, Nodes: t.Snapshot()}
+	if t.Granted() < len(d.nodes) {
+		return ids, d.quorumError(&lease.Failure{Op: "read node ids", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
 	}
 	return ids, nil
 }
 
 // adminContext bounds provisioning and repair, which go-redis may not bound
 // by itself.
-func (c *Client) adminContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func (d *Deployment) adminContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return context.WithCancel(ctx)
 	}

@@ -1,4 +1,4 @@
-package redlock
+package identity
 
 import (
 	"context"
@@ -6,7 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/quorumlock/redlock/internal/kind"
+
 	"github.com/google/uuid"
+	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
@@ -18,10 +21,10 @@ import (
 
 // claimRoster claims a uuid on every node that has none, then records the
 // roster of those uuids everywhere, and returns the nodes' states after.
-func (c *Client) claimRoster(ctx context.Context, states []*nodeState) ([]*nodeState, error) {
-	k := &c.keys
-	uuids := make([]string, len(c.nodes))
-	t, err := c.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+func (d *Deployment) claimRoster(ctx context.Context, states []*nodeState) ([]*nodeState, error) {
+	k := &d.keys
+	uuids := make([]string, len(d.nodes))
+	t, err := d.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
 		u, err := nodescript.Claim.Run(ctx, node, []string{k.UUID, k.Roster, k.ID}, uuid.NewString()).Text()
 		uuids[i] = u
 		return outcomeOf(err)
@@ -29,30 +32,30 @@ func (c *Client) claimRoster(ctx context.Context, states []*nodeState) ([]*nodeS
 	if err != nil {
 		return nil, err
 	}
-	if t.Granted() < len(c.nodes) {
-		return nil, &QuorumError{Op: "provision (claim)", Kind: ErrUnavailable, Nodes: t.Snapshot()}
+	if t.Granted() < len(d.nodes) {
+		return nil, d.quorumError(&lease.Failure{Op: "provision (claim)", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
 	}
 	for i, u := range uuids {
 		if u == "" {
 			// A roster or id appeared since the read: another
 			// provisioner is further on. Go by what the nodes hold now.
-			return c.readAllStates(ctx, "provision")
+			return d.readAllStates(ctx, "provision")
 		}
 		if slices.Index(uuids, u) != i {
-			return nil, fmt.Errorf("%w: nodes %d and %d hold the same uuid", ErrNodeIDConflict, slices.Index(uuids, u), i)
+			return nil, fmt.Errorf("%w: nodes %d and %d hold the same uuid", kind.ErrNodeIDConflict, slices.Index(uuids, u), i)
 		}
 	}
 	roster := strings.Join(slices.Sorted(slices.Values(uuids)), ",")
-	t, err = c.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+	t, err = d.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
 		return outcomeOf(nodescript.Roster.Run(ctx, node, []string{k.UUID, k.Roster}, uuids[i], roster).Err())
 	})
 	if err != nil {
 		return nil, err
 	}
-	if t.Granted() < len(c.nodes) {
-		return nil, &QuorumError{Op: "provision (roster)", Kind: ErrUnavailable, Nodes: t.Snapshot()}
+	if t.Granted() < len(d.nodes) {
+		return nil, d.quorumError(&lease.Failure{Op: "provision (roster)", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
 	}
-	return c.readAllStates(ctx, "provision")
+	return d.readAllStates(ctx, "provision")
 }
 
 // assignIDs gives each node that holds the common roster and no id the rank
@@ -62,9 +65,9 @@ func (c *Client) claimRoster(ctx context.Context, states []*nodeState) ([]*nodeS
 // with a low counter: any majority that meets a commit majority meets it at
 // another node. A node restored from a snapshot taken before the ids
 // breaks that rule: while ids are on a minority whose nodes counted
-// acquisitions, it refuses (ErrAmnesia, a majority lost).
-func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
-	roster, members, err := commonRoster(states, len(c.nodes))
+// acquisitions, it refuses (kind.ErrAmnesia, a majority lost).
+func (d *Deployment) assignIDs(ctx context.Context, states []*nodeState) error {
+	roster, members, err := commonRoster(states, len(d.nodes))
 	if err != nil {
 		return err
 	}
@@ -78,9 +81,9 @@ func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
 		rank := slices.Index(members, s.uuid)
 		switch {
 		case s.roster != roster || rank < 0:
-			return fmt.Errorf("%w: node %d does not hold the deployment's roster; run Repair", ErrAmnesia, i)
+			return fmt.Errorf("%w: node %d does not hold the deployment's roster; run Repair", kind.ErrAmnesia, i)
 		case s.id >= 0 && s.id != rank:
-			return fmt.Errorf("%w: node %d has id %d, its uuid's rank is %d", ErrNodeIDConflict, i, s.id, rank)
+			return fmt.Errorf("%w: node %d has id %d, its uuid's rank is %d", kind.ErrNodeIDConflict, i, s.id, rank)
 		case s.id >= 0:
 			withID++
 		default:
@@ -90,7 +93,7 @@ func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
 	if len(missing) > 0 && withID >= round.Majority(len(states)) {
 		// A majority holds ids: fenced locks may have been taken without
 		// the others.
-		return c.repairMissing(ctx, missing)
+		return d.repairMissing(ctx, missing)
 	}
 	if len(missing) > 0 && withID > 0 {
 		// Ids on a minority: either the ids' step was cut short, or a
@@ -102,29 +105,29 @@ func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
 			return fmt.Errorf("%w: nodes %v hold the roster but no id, and only a minority holds ids, while node %d "+
 				"has counted acquisitions (counter %d): a majority lost its ids and counters (restored from a "+
 				"snapshot taken while the deployment was provisioned?); docs/operations.md, \"A majority lost\"",
-				ErrAmnesia, missing, i, states[i].counter)
+				kind.ErrAmnesia, missing, i, states[i].counter)
 		}
 	}
 	if len(missing) == 0 {
 		if i := slices.IndexFunc(states, func(s *nodeState) bool { return s != nil && !s.intact() }); i >= 0 {
-			return fmt.Errorf("%w: node %d serves under a new replication id (restarted or promoted); run Repair", ErrAmnesia, i)
+			return fmt.Errorf("%w: node %d serves under a new replication id (restarted or promoted); run Repair", kind.ErrAmnesia, i)
 		}
 		return nil
 	}
 	if silent {
 		// New ids are written only to a roster every node holds.
-		return fmt.Errorf("%w: %w", ErrUnavailable, errNewNeedsAll)
+		return fmt.Errorf("%w: %w", kind.ErrUnavailable, errNewNeedsAll)
 	}
-	k := &c.keys
-	t, err := c.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+	k := &d.keys
+	t, err := d.onNodes(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
 		if !slices.Contains(missing, i) {
-			return NodeGranted, 0, nil
+			return round.NodeGranted, 0, nil
 		}
 		rank := slices.Index(members, states[i].uuid)
 		id, err := nodescript.Assign.Run(ctx, node, []string{k.UUID, k.Roster, k.ID, k.Replid, k.Lost},
 			states[i].uuid, roster, rank).Int()
 		if err == nil && id != rank {
-			err = fmt.Errorf("%w: node %d lost its uuid or roster while being provisioned", ErrAmnesia, i)
+			err = fmt.Errorf("%w: node %d lost its uuid or roster while being provisioned", kind.ErrAmnesia, i)
 		}
 		return outcomeOf(err)
 	})
@@ -136,8 +139,8 @@ func (c *Client) assignIDs(ctx context.Context, states []*nodeState) error {
 			return fmt.Errorf("redlock: provision node %d: %w", r.Node, r.Err)
 		}
 	}
-	if t.Granted() < len(c.nodes) {
-		return &QuorumError{Op: "provision (ids)", Kind: ErrUnavailable, Nodes: t.Snapshot()}
+	if t.Granted() < len(d.nodes) {
+		return d.quorumError(&lease.Failure{Op: "provision (ids)", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
 	}
 	return nil
 }
@@ -155,14 +158,14 @@ func commonRoster(states []*nodeState, n int) (string, []string, error) {
 		if k >= round.Majority(n) {
 			members := strings.Split(r, ",")
 			if len(members) != n {
-				return "", nil, fmt.Errorf("%w: the roster has %d nodes, the client %d", ErrNodeIDConflict, len(members), n)
+				return "", nil, fmt.Errorf("%w: the roster has %d nodes, the client %d", kind.ErrNodeIDConflict, len(members), n)
 			}
 			return r, members, nil
 		}
 	}
 	if len(count) == 0 {
-		return "", nil, ErrNotProvisioned
+		return "", nil, kind.ErrNotProvisioned
 	}
 	return "", nil, fmt.Errorf("%w: no majority of the nodes holds one roster; a majority lost its data "+
-		"(docs/operations.md, \"A majority lost\")", ErrAmnesia)
+		"(docs/operations.md, \"A majority lost\")", kind.ErrAmnesia)
 }

@@ -1,4 +1,4 @@
-package redlock
+package identity
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
@@ -30,7 +31,7 @@ import (
 // until a new check, which its first reply starts in the background.
 
 // NodeListError says why a client's node list is not the deployment's.
-// It matches ErrWrongNodeList.
+// It matches kind.ErrWrongNodeList.
 type NodeListError struct {
 	Problems []string // one sentence each: which nodes, and what to fix
 }
@@ -39,7 +40,7 @@ func (e *NodeListError) Error() string {
 	return "redlock: wrong node list: " + strings.Join(e.Problems, "; ")
 }
 
-func (e *NodeListError) Unwrap() error { return ErrWrongNodeList }
+func (e *NodeListError) Unwrap() error { return kind.ErrWrongNodeList }
 
 // nodeList holds the last check and runs the next.
 type nodeList struct {
@@ -52,53 +53,54 @@ type nodeList struct {
 
 // checkedList returns the view this client's attempts count votes by,
 // waiting for the first check if none ended yet.
-func (c *Client) checkedList(ctx context.Context) (*lease.View, error) {
-	if v := c.list.view.Load(); v != nil {
+func (d *Deployment) checkedList(ctx context.Context) (*lease.View, error) {
+	if v := d.list.view.Load(); v != nil {
 		return v, nil
 	}
-	running := c.checkList(true)
+	running := d.checkList(true)
 	select {
 	case <-running:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if v := c.list.view.Load(); v != nil {
+	if v := d.list.view.Load(); v != nil {
 		return v, nil
 	}
-	return nil, ErrClosed
+	return nil, round.ErrClosed
 }
 
-// attemptList is checkedList for an attempt on name: it fails as the
-// attempt would, with a *QuorumError.
-func (c *Client) attemptList(ctx context.Context, name string) (*lease.View, error) {
-	list, err := c.checkedList(ctx)
+// AttemptList returns the view an attempt on name counts votes by,
+// waiting for the first check of the node list if none ended yet: it fails
+// as the attempt would, with a *QuorumError (Config.QuorumError).
+func (d *Deployment) AttemptList(ctx context.Context, name string) (*lease.View, error) {
+	list, err := d.checkedList(ctx)
 	if err != nil {
-		return nil, c.noVerdict(name, err)
+		return nil, d.noVerdict(name, err)
 	}
 	if list.Err != nil || !slices.Contains(list.Seen, true) {
 		// A verdict against the list may be stale (the operator fixed the
 		// nodes), and a check that saw nobody tells nothing: check again,
 		// unless one just ended, and go by that.
-		if running := c.checkList(false); running != nil {
+		if running := d.checkList(false); running != nil {
 			select {
 			case <-running:
 			case <-ctx.Done():
-				return nil, c.noVerdict(name, ctx.Err())
+				return nil, d.noVerdict(name, ctx.Err())
 			}
-			list = c.list.view.Load()
+			list = d.list.view.Load()
 		}
 	}
 	if !slices.Contains(list.Seen, true) {
 		// No node answered the check, which waited as long as an attempt
 		// would: the attempt would find the same.
-		kind := ErrUnavailable
+		blocking := kind.ErrUnavailable
 		if list.Kind != nil {
-			kind = list.Kind
+			blocking = list.Kind
 		}
-		return nil, &QuorumError{Op: "lock", Name: name, Kind: kind, Nodes: list.Nodes}
+		return nil, d.quorumError(&lease.Failure{Op: "lock", Name: name, Kind: blocking, Nodes: list.Nodes})
 	}
 	if list.Err != nil {
-		return nil, &QuorumError{Op: "lock", Name: name, Kind: ErrWrongNodeList, Cause: list.Err}
+		return nil, d.quorumError(&lease.Failure{Op: "lock", Name: name, Kind: kind.ErrWrongNodeList, Cause: list.Err})
 	}
 	return list, nil
 }
@@ -106,31 +108,31 @@ func (c *Client) attemptList(ctx context.Context, name string) (*lease.View, err
 // noVerdict is the error of an attempt on name whose ctx ended (err)
 // while it waited for the check of the node list: too few nodes had
 // answered the check to judge the list, and each node is reported as
-// silent, or unreachable with its dial error. ErrClosed stays itself.
-func (c *Client) noVerdict(name string, err error) error {
-	if err == ErrClosed {
-		return &QuorumError{Op: "lock", Name: name, Cause: err}
+// silent, or unreachable with its dial error. round.ErrClosed stays itself.
+func (d *Deployment) noVerdict(name string, err error) error {
+	if err == round.ErrClosed {
+		return d.quorumError(&lease.Failure{Op: "lock", Name: name, Cause: err})
 	}
-	t := round.NewTally(len(c.nodes))
-	t.CutShort(err, c.rounds.Unreachable)
-	return &QuorumError{Op: "lock", Name: name, Kind: ErrUnavailable, Cause: err, Nodes: t.Results}
+	t := round.NewTally(len(d.nodes))
+	t.CutShort(err, d.rounds.Unreachable)
+	return d.quorumError(&lease.Failure{Op: "lock", Name: name, Kind: kind.ErrUnavailable, Cause: err, Nodes: t.Results})
 }
 
 // refreshList runs a check of the node list that begins after it is
 // called, and waits for it: after Provision and Repair, which change what
 // the nodes show.
-func (c *Client) refreshList(ctx context.Context) {
+func (d *Deployment) refreshList(ctx context.Context) {
 	since := time.Now()
 	for range 2 {
-		running := c.checkList(true)
+		running := d.checkList(true)
 		select {
 		case <-running:
 		case <-ctx.Done():
 			return
 		}
-		c.list.mu.Lock()
-		fresh := !c.list.last.Before(since)
-		c.list.mu.Unlock()
+		d.list.mu.Lock()
+		fresh := !d.list.last.Before(since)
+		d.list.mu.Unlock()
 		if fresh {
 			return
 		}
@@ -143,42 +145,42 @@ const recheckEvery = 100 * time.Millisecond
 // checkList starts a check of the node list in the background unless one
 // runs, or (unless now) one began less than recheckEvery ago, and returns a
 // channel closed when the check under way ends (nil if none started).
-func (c *Client) checkList(now bool) <-chan struct{} {
-	c.list.mu.Lock()
-	defer c.list.mu.Unlock()
-	if c.list.running != nil {
-		return c.list.running
+func (d *Deployment) checkList(now bool) <-chan struct{} {
+	d.list.mu.Lock()
+	defer d.list.mu.Unlock()
+	if d.list.running != nil {
+		return d.list.running
 	}
-	if !now && (time.Since(c.list.last) < recheckEvery || time.Since(c.list.ended) < recheckEvery) {
+	if !now && (time.Since(d.list.last) < recheckEvery || time.Since(d.list.ended) < recheckEvery) {
 		return nil
 	}
 	done := make(chan struct{})
-	first := c.list.view.Load() == nil
-	started := c.rounds.Go(func() {
-		ctx, cancel := context.WithTimeout(c.rounds.Life(), c.cfg.patience()+c.cfg.nodeTimeout)
+	first := d.list.view.Load() == nil
+	started := d.rounds.Go(func() {
+		ctx, cancel := context.WithTimeout(d.rounds.Life(), d.cfg.Patience+d.cfg.NodeTimeout)
 		defer cancel()
-		if v := c.readList(ctx, first); v != nil {
-			c.list.view.Store(v)
-		} else if c.list.view.Load() == nil && c.rounds.Life().Err() == nil {
-			c.list.view.Store(judgeList(make([]*nodeState, len(c.nodes)), len(c.nodes))) // nobody answered
+		if v := d.readList(ctx, first); v != nil {
+			d.list.view.Store(v)
+		} else if d.list.view.Load() == nil && d.rounds.Life().Err() == nil {
+			d.list.view.Store(judgeList(make([]*nodeState, len(d.nodes)), len(d.nodes))) // nobody answered
 		}
-		c.list.mu.Lock()
-		c.list.running, c.list.ended = nil, time.Now()
-		c.list.mu.Unlock()
+		d.list.mu.Lock()
+		d.list.running, d.list.ended = nil, time.Now()
+		d.list.mu.Unlock()
 		close(done)
 	})
 	if !started {
 		close(done)
 		return done
 	}
-	// The check cannot end before these are set: it takes c.list.mu.
-	c.list.running, c.list.last = done, time.Now()
+	// The check cannot end before these are set: it takes d.list.mu.
+	d.list.running, d.list.last = done, time.Now()
 	return done
 }
 
 // readList reads every node and judges the list; nil if the client closed
 // or ctx ended first.
-func (c *Client) readList(ctx context.Context, first bool) *lease.View {
+func (d *Deployment) readList(ctx context.Context, first bool) *lease.View {
 	// The first attempt waits for the check, so the check waits no longer
 	// than it must: a grace once a majority answered; a node timeout once
 	// any node did (a majority paused, say: the attempt then waits for
@@ -190,26 +192,26 @@ func (c *Client) readList(ctx context.Context, first bool) *lease.View {
 	// waits the node timeout for every node, so that a node a little
 	// farther than the others is seen (a grace would miss it at every
 	// check, and its replies would start one after another).
-	end := time.Now().Add(c.cfg.nodeTimeout)
+	end := time.Now().Add(d.cfg.NodeTimeout)
 	soon := func(t *round.Tally) (time.Time, bool) {
 		if first && t.Answered >= t.Majority {
-			return t.LastReply.Add(c.rounds.Grace(t)), true
+			return t.LastReply.Add(d.rounds.Grace(t)), true
 		}
 		return end, t.Answered > 0
 	}
-	if c.cfg.fencing {
-		states, t, err := c.readStatesUntil(ctx, soon)
+	if d.cfg.Fencing {
+		states, t, err := d.readStatesUntil(ctx, soon)
 		if err != nil {
 			return nil
 		}
-		c.remember(states)
-		v := judgeList(states, len(c.nodes))
+		d.remember(states)
+		v := judgeList(states, len(d.nodes))
 		v.Nodes, v.Kind = t.Snapshot(), lease.BlockingKind(t)
 		return v
 	}
-	states := make([]*nodeState, len(c.nodes))
-	out := make([]string, len(c.nodes))
-	t, err := c.onNodesUntil(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
+	states := make([]*nodeState, len(d.nodes))
+	out := make([]string, len(d.nodes))
+	t, err := d.onNodesUntil(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
 		info, err := node.Info(ctx, "server").Result()
 		out[i] = infoField(info, "run_id")
 		return outcomeOf(err)
@@ -218,11 +220,11 @@ func (c *Client) readList(ctx context.Context, first bool) *lease.View {
 		return nil
 	}
 	for i, r := range t.Results {
-		if r.Outcome == NodeGranted {
+		if r.Outcome == round.NodeGranted {
 			states[i] = &nodeState{runID: out[i], id: -1}
 		}
 	}
-	v := judgeList(states, len(c.nodes))
+	v := judgeList(states, len(d.nodes))
 	v.Nodes, v.Kind = t.Snapshot(), lease.BlockingKind(t)
 	return v
 }

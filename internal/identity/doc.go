@@ -1,0 +1,19 @@
+// Package identity is the deployment's identity: what each node holds of
+// it (node states, identity.lua's view of a node), the check of the node
+// list (judging a list: subsets, supersets, duplicates, mixed deployments,
+// replicas), provisioning (a new deployment's uuid claims, roster and ids;
+// checking a provisioned one), reprovisioning, and repair (O(1),
+// conditional on the lost stamp; the delayed restart; the clients' online
+// repair).
+//
+// A Deployment holds what one client knows of the identity (the last
+// check of the node list, the uuids it saw, the lost stamps and the
+// online repairs under way), and is what the lease engine tells of the
+// nodes' replies (lease.Deployment).
+//
+// The package imports internal/lease (the view votes count by, the node
+// keys, its Failure), internal/round (the rounds), internal/nodescript (the
+// scripts) and internal/kind (the failure kinds); never the root package,
+// which exports the public API (Provision, Repair, NodeIDs...) over it and
+// builds its public errors from a lease.Failure (Config.QuorumError).
+package identity
