@@ -31,7 +31,7 @@ import (
 // until a new check, which its first reply starts in the background.
 
 // NodeListError says why a client's node list is not the deployment's.
-// It matches kind.ErrWrongNodeList.
+// It matches ErrWrongNodeList.
 type NodeListError struct {
 	Problems []string // one sentence each: which nodes, and what to fix
 }
@@ -108,7 +108,7 @@ func (d *Deployment) AttemptList(ctx context.Context, name string) (*lease.View,
 // noVerdict is the error of an attempt on name whose ctx ended (err)
 // while it waited for the check of the node list: too few nodes had
 // answered the check to judge the list, and each node is reported as
-// silent, or unreachable with its dial error. round.ErrClosed stays itself.
+// silent, or unreachable with its dial error. ErrClosed stays itself.
 func (d *Deployment) noVerdict(name string, err error) error {
 	if err == round.ErrClosed {
 		return d.quorumError(&lease.Failure{Op: "lock", Name: name, Cause: err})

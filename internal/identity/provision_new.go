@@ -65,7 +65,7 @@ func (d *Deployment) claimRoster(ctx context.Context, states []*nodeState) ([]*n
 // with a low counter: any majority that meets a commit majority meets it at
 // another node. A node restored from a snapshot taken before the ids
 // breaks that rule: while ids are on a minority whose nodes counted
-// acquisitions, it refuses (kind.ErrAmnesia, a majority lost).
+// acquisitions, it refuses (ErrAmnesia, a majority lost).
 func (d *Deployment) assignIDs(ctx context.Context, states []*nodeState) error {
 	roster, members, err := commonRoster(states, len(d.nodes))
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 // Provisioning is explicit (Provision, `redlock provision`): a deployment
 // whose nodes all lost their data looks exactly like a new one, and
 // provisioning it again would restart the tokens without a word. A fenced
-// acquisition on nodes that hold no identity fails with kind.ErrNotProvisioned.
+// acquisition on nodes that hold no identity fails with ErrNotProvisioned.
 
 // nodeState is what one node holds of its fencing identity and counters.
 type nodeState struct {
