@@ -365,7 +365,7 @@ func TestAnOnlineRepairDoesNotGraftACopyOfALiveMember(t *testing.T) {
 
 // Break 5 (availability): a wrong-list verdict is never checked again. A
 // check that finds a problem stores a view with an error, and every later
-// attempt fails at once with it (attemptList), without sending anything:
+// attempt fails at once with it (internal/identity's AttemptList), without sending anything:
 // nothing starts another check (only replies, Provision and Repair do). So
 // a long-lived client that checked while a node was wrong keeps failing
 // with ErrWrongNodeList (final: Lock gives up at once) after the operator
