@@ -147,7 +147,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		Rounds: c.rounds, Nodes: c.nodes, Clock: cfg.clock, Fencing: cfg.fencing,
 		TTL: cfg.ttl, NodeTimeout: cfg.nodeTimeout, Patience: cfg.patience(), Validity: c.cfg.validity,
 		Keys: keys, Args: c.args.lease, Log: log, Observed: cfg.observer != nil,
-		Hooks: lease.Hooks{RoundTwo: roundTwoHook(cfg.trace)}, Deployment: c.ident,
+		Hooks: leaseHooks(cfg.trace), Deployment: c.ident,
 	})
 	return c, nil
 }

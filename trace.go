@@ -1,6 +1,9 @@
 package redlock
 
-import "github.com/quorumlock/redlock/internal/round"
+import (
+	"github.com/quorumlock/redlock/internal/lease"
+	"github.com/quorumlock/redlock/internal/round"
+)
 
 // Trace holds callbacks at the points of the lock protocol, in the style of
 // net/http/httptrace: for debugging, for tests that must stop the protocol
@@ -82,14 +85,22 @@ func traceHooks(t *Trace) round.Hooks {
 	}
 }
 
-// roundTwoHook hands t's RoundTwo to the lease engine, read at each call.
-func roundTwoHook(t *Trace) func(name string, token uint64) {
+// leaseHooks hands t's lease callbacks to the lease engine, read at each
+// call, as a Trace's fields may be.
+func leaseHooks(t *Trace) lease.Hooks {
 	if t == nil {
-		return nil
+		return lease.Hooks{}
 	}
-	return func(name string, token uint64) {
-		if t.RoundTwo != nil {
-			t.RoundTwo(name, token)
-		}
+	return lease.Hooks{
+		AttemptStart: func(name string) {
+			if t.AttemptStart != nil {
+				t.AttemptStart(name)
+			}
+		},
+		RoundTwo: func(name string, token uint64) {
+			if t.RoundTwo != nil {
+				t.RoundTwo(name, token)
+			}
+		},
 	}
 }

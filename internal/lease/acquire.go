@@ -19,7 +19,8 @@ type Request struct {
 	Waiter string
 	Waited time.Duration
 	Term   Term
-	// List is the node list check whose votes count (View).
+	// List is the node list check whose votes count (View): Attempt
+	// fills it in.
 	List *View
 	// Prefix is the client's key prefix, and Shape makes what the
 	// primitive puts on each node for lease l and its random value (Mutex).
@@ -27,11 +28,27 @@ type Request struct {
 	Shape  func(l *Lease, prefix, name, value string) Shape
 }
 
-// Settle waits for this client's releases of name still in flight, as
-// the client's next attempt on the name must (settle.go), or until ctx
-// ends: it returns ctx's error then.
-func (e *Engine) Settle(ctx context.Context, name string) error {
-	return e.settling.wait(ctx, name, e.Rounds.Epoch())
+// Attempt is one acquisition attempt of r on l, the zero Lease, which the
+// caller allocated: it waits for this client's releases of the name still
+// in flight (settle.go), asks the deployment which votes count (its check
+// of the node list, which the first attempt waits for), begins the lease
+// (Begin) and sends it from start (Acquire). begun is false if it failed
+// before it began the lease (nothing was sent); err is then a *Failure, or
+// the deployment's error. r.List is the deployment's, not the caller's.
+func (e *Engine) Attempt(ctx context.Context, l *Lease, r Request) (start time.Time, commit []round.NodeResult, begun bool, err error) {
+	if err := e.settling.wait(ctx, r.Name, e.Rounds.Epoch()); err != nil {
+		return time.Time{}, nil, false, &Failure{Op: "lock", Name: r.Name, Cause: err}
+	}
+	if r.List, err = e.Deployment.AttemptList(ctx, r.Name); err != nil {
+		return time.Time{}, nil, false, err
+	}
+	if e.Hooks.AttemptStart != nil {
+		e.Hooks.AttemptStart(r.Name)
+	}
+	e.Begin(l, r)
+	start = e.Clock.Now()
+	commit, err = l.Acquire(ctx, start, r.Waited)
+	return start, commit, true, err
 }
 
 // Begin makes l the lease of one attempt, not yet sent: Acquire sends it.

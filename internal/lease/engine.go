@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -43,12 +44,18 @@ type Args struct {
 // Hooks are the Trace callbacks at the lease's protocol points. Either
 // may be nil.
 type Hooks struct {
-	RoundTwo func(name string, token uint64)
+	AttemptStart func(name string)
+	RoundTwo     func(name string, token uint64)
 }
 
-// Deployment is what the engine tells the deployment's identity (the
-// node list check, amnesia and online repair) as replies come in.
+// Deployment is the deployment's identity as the engine needs it: which
+// votes an attempt counts (the check of the node list), and what it tells
+// it as replies come in (amnesia, online repair).
 type Deployment interface {
+	// AttemptList returns the view an attempt on name counts votes by,
+	// waiting for the first check of the node list if none ended yet; it
+	// fails as the attempt would.
+	AttemptList(ctx context.Context, name string) (*View, error)
 	// Recheck starts a check of the node list in the background, unless
 	// one runs or one began moments ago.
 	Recheck()
