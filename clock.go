@@ -11,7 +11,7 @@ import "github.com/quorumlock/redlock/internal/lease"
 //
 // The network's times are not the lock's, and read the system clock
 // directly: a round's node timeout and give-up times (internal/round), a node's
-// silence (internal/round), background release retries (release.go) and the
+// silence (internal/round), background release retries (internal/lease/release.go) and the
 // warning rate limit. A jump of the test clock leaves them alone, as a pause
 // of the process would leave the nodes' answers already on their way.
 //

@@ -2,7 +2,7 @@ package protomodel
 
 import "fmt"
 
-// A client's lock attempts (attempt.go, fencing.go). A call to a node is
+// A client's lock attempts (internal/lease: acquire.go, fencing.go). A call to a node is
 // sent with its round, runs on the node as one event, and its reply reaches
 // the client later: the client's decision, one event that takes the replies
 // it received by then (decide.go). Any other event may come between the
