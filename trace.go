@@ -26,7 +26,9 @@ import (
 type Trace struct {
 	// AttemptStart is called when an acquisition attempt of name starts,
 	// before anything is sent: once per TryLock, and once per attempt of
-	// Lock and Do.
+	// Lock and Do, that got past the wait for this client's own releases
+	// of the name and the check of the node list (an attempt that fails
+	// there sends nothing, and is not reported to the Observer either).
 	AttemptStart func(name string)
 	// NodeCall is called on the node's goroutine just before a call of the
 	// round op is sent to node (an index into the nodes given to New). A
