@@ -22,10 +22,9 @@ type Term struct {
 type Lease struct {
 	e       *Engine
 	name    string
-	value   string // random, unique to this acquisition
-	shape   Shape  // what the primitive puts on each node for this value
-	mutex   mutex  // the mutex's shape, when it is one: kept here, it costs no allocation
-	term    Term   // the acquisition's TTL (For, or the client's)
+	shape   Shape // what the primitive puts on each node for this lease's random value
+	mutex   mutex // the mutex's shape, when it is one: kept here, it costs no allocation
+	term    Term  // the acquisition's TTL (For, or the client's)
 	results []round.NodeResult
 	token   uint64
 	waiter  string // the Lock call's id in the lock's queue, or ""
@@ -80,7 +79,6 @@ func (e *Engine) initLease(l *Lease, r Request) {
 	value := NewValue()
 	l.e = e
 	l.name = r.Name
-	l.value = value
 	l.term = r.Term
 	l.ttl = r.Term.TTL
 	l.acqDone = make([]chan struct{}, n)
@@ -109,9 +107,6 @@ func NewValue() string {
 // Name is the lease's name.
 func (l *Lease) Name() string { return l.name }
 
-// Value is the lease's random value, unique to this acquisition.
-func (l *Lease) Value() string { return l.value }
-
 // Shape is what the primitive put on each node for this lease.
 func (l *Lease) Shape() Shape { return l.shape }
 
@@ -131,9 +126,6 @@ func (l *Lease) Until() time.Time {
 
 // Done is closed a margin before Until (StopMargin), or at Release.
 func (l *Lease) Done() <-chan struct{} { return l.done }
-
-// TTLMoved is signalled when an Extend changed the TTL.
-func (l *Lease) TTLMoved() <-chan struct{} { return l.ttlMoved }
 
 // doneIn is how long from now Done closes for a validity ending at until,
 // under a TTL of ttl.

@@ -33,15 +33,6 @@ func Key(s Shape) string {
 	return ""
 }
 
-// Marker is the release marker key of a mutex lease's value; "" for
-// another shape.
-func Marker(s Shape) string {
-	if m, ok := s.(*mutex); ok {
-		return m.marker
-	}
-	return ""
-}
-
 func (m *mutex) Acquire(l *Lease, waitedUs int64) *nodescript.Call {
 	e, k := l.e, m.keyArgs
 	if e.Fencing {
