@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"errors"
+
+	"github.com/quorumlock/redlock/internal/lease"
 )
 
 // Do acquires the lock called name (waiting as Lock does, and giving up
@@ -36,23 +38,31 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 	if err != nil {
 		return err
 	}
+	return hold(ctx, &l.l, l.Extend, l.Unlock, func(ctx context.Context) error { return fn(ctx, l) })
+}
+
+// hold runs fn while it keeps lease l (Do, DoMulti): extend every TTL/3,
+// fn's context cancelled with ErrLockLost when the lease cannot be kept,
+// and unlock when fn returns or panics.
+func hold(ctx context.Context, l *lease.Lease, extend func(context.Context, ...LockOption) error,
+	unlock func(context.Context) error, fn func(context.Context) error) error {
 	fnCtx, cancel := context.WithCancelCause(ctx)
-	stop := l.l.KeepAlive(fnCtx, cancel, func(ctx context.Context) error { return l.Extend(ctx) })
+	stop := l.KeepAlive(fnCtx, cancel, func(ctx context.Context) error { return extend(ctx) })
 	returned := false
 	defer func() {
 		if !returned {
 			// Not recovered, so the panic goes on with its own stack trace.
 			cancel(nil)
 			stop()
-			_ = l.Unlock(context.WithoutCancel(ctx))
+			_ = unlock(context.WithoutCancel(ctx))
 		}
 	}()
 
-	fnErr := fn(fnCtx, l)
+	fnErr := fn(fnCtx)
 	returned = true
 	// fn's context ends with fn, before the release: work fn left running
 	// on it must not outlive the lock.
 	cancel(nil)
 	stop()
-	return errors.Join(fnErr, l.Unlock(context.WithoutCancel(ctx)))
+	return errors.Join(fnErr, unlock(context.WithoutCancel(ctx)))
 }

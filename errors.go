@@ -161,6 +161,12 @@ var (
 	ErrNilOption = errors.New("redlock: nil option")
 	// ErrNilFunc: Do was given a nil function; it acquires nothing.
 	ErrNilFunc = errors.New("redlock: nil function")
+	// ErrNoNames: a multi-lock was given no names.
+	ErrNoNames = errors.New("redlock: a multi-lock needs at least one name")
+	// ErrTooManyNames: a multi-lock was given more than MaxMultiNames names.
+	ErrTooManyNames = errors.New("redlock: too many names for one multi-lock")
+	// ErrDuplicateName: a multi-lock was given the same name twice.
+	ErrDuplicateName = errors.New("redlock: a multi-lock was given the same name twice")
 )
 
 // QuorumError reports a failed operation on the quorum: what failed (Kind,

@@ -56,6 +56,9 @@ func ScriptName(args []any) string {
 		{"roster", nodescript.Roster}, {"assign", nodescript.Assign},
 		{"swap-uuid", nodescript.SwapUUID}, {"repair", nodescript.Repair},
 		{"inspect", nodescript.Inspect},
+		{"multi-acquire", nodescript.FencedMultiAcquire}, {"multi-acquire", nodescript.MultiAcquire},
+		{"multi-commit", nodescript.MultiCommit}, {"multi-release", nodescript.MultiRelease},
+		{"multi-extend", nodescript.MultiExtend},
 	} {
 		if h := s.s.Hash(); h != "" && body == h || body == s.s.Source() {
 			return s.name

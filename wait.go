@@ -77,8 +77,7 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 		defer done()
 	}
 	woken, backoff := false, 0 // after a wake-up: retry with short, growing delays
-	outages := 0               // attempts in a row lost for want of answers, not to a holder
-	var outageSince time.Time  // when the first of those attempts began
+	var out outage             // attempts in a row lost for want of answers, not to a holder
 	var prev *QuorumError      // the last failed attempt's error
 	for attempts := 1; ; attempts++ {
 		if err := ctx.Err(); err != nil {
@@ -105,26 +104,9 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 				c.queue.ForgetPromises(w)
 			}
 		}
-		delay := c.retryDelay()
-		if contended(qe) {
-			outages, outageSince = 0, time.Time{}
-		} else {
-			// Nodes down, full or overloaded: back off, so that waiters
-			// do not keep a saturated node or machine saturated, and give
-			// up once that has lasted the bound (WithMaxOutage).
-			outages++
-			delay = outageDelay(delay, outages)
-			if outages == 1 {
-				outageSince = attemptStart
-			}
-			if bound := c.cfg.maxOutage; bound > 0 {
-				lasted := c.cfg.clock.Now().Sub(outageSince)
-				if lasted >= bound {
-					qe.GaveUpAfter = lasted
-					return nil, qe
-				}
-				delay = min(delay, bound-lasted) // the last try is on time
-			}
+		delay, gaveUp := c.nextDelay(&out, qe, attemptStart)
+		if gaveUp {
+			return nil, qe
 		}
 		if !woken && splitVote(qe.Nodes) {
 			// Nobody holds the lock on a majority, but others tried at the
@@ -261,6 +243,41 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// outage counts the attempts in a row of a waiting call that failed for
+// another reason than contention, and when the first of them began.
+type outage struct {
+	n     int
+	since time.Time
+}
+
+// nextDelay is the pause before the next attempt of a waiting call whose
+// attempt begun at attemptStart failed with qe: the jittered retry delay,
+// doubled for each attempt in a row lost to an outage rather than to a
+// holder, so that waiters do not keep a saturated node or machine
+// saturated. gaveUp reports an outage that has lasted the client's bound
+// (WithMaxOutage); qe.GaveUpAfter then says how long.
+func (c *Client) nextDelay(o *outage, qe *QuorumError, attemptStart time.Time) (delay time.Duration, gaveUp bool) {
+	delay = c.retryDelay()
+	if contended(qe) {
+		*o = outage{}
+		return delay, false
+	}
+	o.n++
+	delay = outageDelay(delay, o.n)
+	if o.n == 1 {
+		o.since = attemptStart
+	}
+	if bound := c.cfg.maxOutage; bound > 0 {
+		lasted := c.cfg.clock.Now().Sub(o.since)
+		if lasted >= bound {
+			qe.GaveUpAfter = lasted
+			return 0, true
+		}
+		delay = min(delay, bound-lasted) // the last try is on time
+	}
+	return delay, false
 }
 
 // outageDelay doubles a retry delay for each attempt in a row that failed

@@ -18,6 +18,15 @@ var numKeys = func() (n [16]any) {
 	return n
 }()
 
+// numKeysArg is numkeys for n keys: a multi-lock passes more than a
+// mutex's few.
+func numKeysArg(n int) any {
+	if n < len(numKeys) {
+		return numKeys[n]
+	}
+	return strconv.Itoa(n)
+}
+
 // BoxKeys turns key names into script arguments.
 func BoxKeys(keys ...string) []any {
 	args := make([]any, len(keys))
@@ -56,7 +65,7 @@ func (sc *Call) build(h string, keys, argv []any) *[]any {
 	} else {
 		args = append(args, "eval", sc.script.Source())
 	}
-	args = append(append(append(args, numKeys[len(keys)]), keys...), argv...)
+	args = append(append(append(args, numKeysArg(len(keys))), keys...), argv...)
 	return &args
 }
 

@@ -1,0 +1,29 @@
+-- Prelude of the multi-lock's acquisitions: takeAll sets every member's lock
+-- key to ARGV[1] for ARGV[2] ms, or none of them. The members' keys are
+-- KEYS[first], KEYS[first + stride], ...; after each lock key come its
+-- release marker of this value and its promise NEXT (the mutex's queue).
+--
+-- Returns 1 if every member now holds the value, 0 if one is held by another
+-- owner (or this value was already released here), 2 if every member is free
+-- but one is promised to a mutex waiter (a multi-lock never queues, so the
+-- promise is never its own), and a WRONGTYPE error that names the key.
+-- Nothing is written unless every member can be taken: a request never holds
+-- part of its set on a node, so two multi-locks cannot hold-and-wait.
+local function takeAll(first, stride)
+  local promised = false
+  for k = first, #KEYS, stride do
+    if redis.call('EXISTS', KEYS[k + 1]) == 1 then return 0 end
+    local v = redis.pcall('GET', KEYS[k])
+    if type(v) == 'table' and v.err then return wrongType(KEYS[k]) end
+    if v then
+      if v ~= ARGV[1] then return 0 end
+    elseif redis.call('EXISTS', KEYS[k + 2]) == 1 then
+      promised = true
+    end
+  end
+  if promised then return 2 end
+  for k = first, #KEYS, stride do
+    redis.call('SET', KEYS[k], ARGV[1], 'NX', 'PX', ARGV[2])
+  end
+  return 1
+end

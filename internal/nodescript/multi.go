@@ -1,0 +1,66 @@
+package nodescript
+
+import (
+	_ "embed"
+
+	"github.com/quorumlock/redlock/internal/luascript"
+)
+
+// The scripts of a multi-lock: several names taken, committed, extended and
+// released as one on each node (docs/multilock.md). Each member is a mutex
+// lock key, so a multi-lock and a mutex on one of its names exclude each
+// other, and share the name's committed token H.
+
+// MultiAcquire takes every member or none (lua/multi_take.lua).
+//
+//	KEYS: per member, lock key, release marker of this value, promise NEXT
+//	ARGV[1] value, ARGV[2] TTL in ms
+//
+// Returns 1, 0 or 2 as Acquire does, or a WRONGTYPE error naming the key.
+// FencedMultiAcquire adds the identity checks and a token candidate above
+// every member's H (lua/multi_fenced_acquire.lua), and MultiCommit commits
+// a token for every member at once (lua/multi_commit.lua).
+var (
+	//go:embed lua/multi_take.lua
+	multiTakePrelude string
+	//go:embed lua/multi_fenced_acquire.lua
+	multiFencedAcquireBody string
+	//go:embed lua/multi_commit.lua
+	multiCommitBody string
+
+	MultiAcquire = luascript.New(wrongTypePrelude + multiTakePrelude + `return takeAll(1, 3)
+`)
+	FencedMultiAcquire = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local NONCE, ROSTER = ARGV[1], ARGV[3]
+` + IdentityPrelude + wrongTypePrelude + multiTakePrelude + multiFencedAcquireBody)
+	MultiCommit = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY = KEYS[3], KEYS[4], KEYS[5]
+local NONCE = ARGV[3]
+` + IdentityPrelude + wrongTypePrelude + `local ID = nodeID()
+if not ID then return {-1, 0} end
+` + multiCommitBody)
+)
+
+// MultiRelease runs the mutex's release (lua/release.lua, unchanged) on each
+// member in turn: an Unlock of the set hands every member over to its
+// mutex waiters, as the mutex's Unlock does.
+//
+//	KEYS: per member, the five keys of Release
+//	ARGV: Release's, the same for every member
+//
+// Returns 1 if it deleted every member, 0 if any held something else.
+var MultiRelease = luascript.New(`local function releaseOne(KEYS, ARGV)
+` + releaseSource + `end
+local all = 1
+for k = 1, #KEYS, 5 do
+  if releaseOne({KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]}, ARGV) ~= 1 then all = 0 end
+end
+return all
+`)
+
+// MultiExtend re-applies a TTL to every member where all still hold the
+// value (lua/multi_extend.lua).
+var (
+	//go:embed lua/multi_extend.lua
+	multiExtendSource string
+	MultiExtend       = luascript.New(multiExtendSource)
+)

@@ -1,0 +1,244 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/lease"
+)
+
+// The multi-lock: several names taken as one lock (docs/multilock.md). On
+// each node one script takes every member or none, so a request never holds
+// part of its set there and two multi-locks cannot deadlock; across nodes a
+// split is the mutex's split vote, rolled back everywhere and retried. Each
+// member is the mutex's lock of its name: a MultiLock over "a" and "b"
+// excludes a Lock of "a", and its token is committed as each member's.
+
+// MaxMultiNames is the most names one multi-lock may hold.
+const MaxMultiNames = 64
+
+// MultiLock is a set of names held together on a majority of the nodes,
+// with one validity and one fencing token. Its methods are safe for
+// concurrent use.
+type MultiLock struct {
+	c     *Client
+	names []string
+	l     lease.Lease
+}
+
+// Names returns the lock's names, sorted.
+func (m *MultiLock) Names() []string { return slices.Clone(m.names) }
+
+// Nodes returns what each node answered to the acquisition.
+func (m *MultiLock) Nodes() []NodeResult { return append([]NodeResult(nil), m.l.Results()...) }
+
+// Until returns the end of the validity of the whole set, as Lock.Until.
+func (m *MultiLock) Until() time.Time { return m.l.Until() }
+
+// Done is closed when the set's validity ends without a successful Extend,
+// or at Unlock, as Lock.Done: losing any member loses the set.
+func (m *MultiLock) Done() <-chan struct{} { return m.l.Done() }
+
+// Token returns the set's fencing token: committed as every member's
+// token in one step on each node, it is larger than every token of every
+// member committed before, so each member's fence accepts it and then
+// refuses every older holder of that member. It is 0 when fencing is off.
+func (m *MultiLock) Token() uint64 { return m.l.Token() }
+
+// TryLockMulti makes one attempt to take every one of names, as TryLock
+// does for one name: each node grants all of them or none, and the set is
+// held when a majority granted it. Its errors are TryLock's. names must
+// hold 1 to MaxMultiNames distinct names, each valid as TryLock's
+// (ErrNoNames, ErrTooManyNames, ErrDuplicateName, and the name errors,
+// wrapped, before anything is sent).
+//
+// A member name is the mutex of that name: while a Lock of "a" holds it, a
+// multi-lock over "a" and "b" is refused (ErrLocked), and the other way
+// round. With fencing the nodes must be standalone masters: the members'
+// keys span hash slots.
+func (c *Client) TryLockMulti(ctx context.Context, names []string, opts ...LockOption) (*MultiLock, error) {
+	set, err := multiNames(names)
+	if err != nil {
+		return nil, err
+	}
+	ls, err := c.leaseOf(c.defaultLease(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &QuorumError{Op: "lock", Name: lease.MultiName(set), Cause: err}
+	}
+	return c.tryLockMulti(ctx, set, ls)
+}
+
+func (c *Client) tryLockMulti(ctx context.Context, set []string, ls term) (*MultiLock, error) {
+	m := &MultiLock{c: c, names: set}
+	name := lease.MultiName(set)
+	start, commit, begun, err := c.leases.Attempt(ctx, &m.l, lease.Request{Name: name,
+		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.Multi(set)})
+	err = publicError(err)
+	if begun && c.cfg.observer != nil {
+		if err != nil {
+			c.observe(ctx, "lock", name, start, m.l.Results(), commit, 0, time.Time{}, err)
+		} else {
+			c.observe(ctx, "lock", name, start, m.l.Results(), commit, m.Token(), m.Until(), nil)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// LockMulti takes every one of names, retrying until it succeeds, ctx
+// ends, or an outage outlasts the client's bound, and gives up at once on
+// the errors Lock gives up on. A multi-lock does not wait in the names'
+// queues: it retries after the client's retry delay (after short random
+// delays when its attempt split the votes with another), and a name
+// promised to a waiting Lock is refused to it until that Lock took it.
+func (c *Client) LockMulti(ctx context.Context, names []string, opts ...LockOption) (_ *MultiLock, err error) {
+	set, err := multiNames(names)
+	if err != nil {
+		return nil, err
+	}
+	ls, err := c.leaseOf(c.defaultLease(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if !c.rounds.IfOpen(func() { c.locks.Add(1) }) {
+		return nil, ErrClosed
+	}
+	defer c.locks.Done()
+	started := c.cfg.clock.Now()
+	var out outage
+	var prev *QuorumError
+	backoff := 1 // after a split vote: short random delays that double
+	for attempts := 1; ; attempts++ {
+		if err := ctx.Err(); err != nil {
+			if prev != nil {
+				return nil, prev.ended(ctx)
+			}
+			return nil, &QuorumError{Op: "lock", Name: lease.MultiName(set), Cause: err}
+		}
+		attemptStart := c.cfg.clock.Now()
+		m, err := c.tryLockMulti(ctx, set, ls)
+		var qe *QuorumError
+		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || lease.Final(qe.Kind) {
+			return m, err
+		}
+		prev = qe
+		c.warnRetrying(qe, attempts, started)
+		delay, gaveUp := c.nextDelay(&out, qe, attemptStart)
+		if gaveUp {
+			return nil, qe
+		}
+		if short := handoffSpread << backoff; splitVote(qe.Nodes) && short < delay {
+			delay = rand.N(short)
+			backoff++
+		} else {
+			backoff = 1
+		}
+		if !c.pause(ctx, delay) {
+			if ctx.Err() != nil {
+				return nil, qe.ended(ctx)
+			}
+			return nil, ErrClosed
+		}
+	}
+}
+
+// pause waits d, and reports false if ctx ended or the client began to
+// close first.
+func (c *Client) pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-c.rounds.Closing():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Extend re-applies the set's TTL on every node where every member still
+// holds the set's value, as Lock.Extend does: a node counts only if it
+// held and extended all of them, so a member lost anywhere fails the
+// extension there, and an Extend that fails reports each node's outcome.
+func (m *MultiLock) Extend(ctx context.Context, opts ...LockOption) error {
+	done, err := m.l.ExtendTurn(ctx)
+	if err != nil {
+		return publicError(err)
+	}
+	defer done()
+	ls := term{ttl: m.l.TTL()}
+	if len(opts) > 0 {
+		if ls, err = m.c.leaseOf(ls, opts); err != nil {
+			return err
+		}
+	} else {
+		ls.arg = ls.ttl.Milliseconds()
+	}
+	start := m.c.cfg.clock.Now()
+	until, nodes, err := m.l.Extend(ctx, start, lease.Term{TTL: ls.ttl, Arg: ls.arg})
+	err = publicError(err)
+	if err != nil && !errors.Is(err, ErrReleased) {
+		m.c.log.Warn("redlock: extension failed", "lock", m.l.Name(), "err", err)
+	}
+	m.c.observe(ctx, "extend", m.l.Name(), start, nodes, nil, m.Token(), until, err)
+	return err
+}
+
+// Unlock releases every member on every node where it still holds the
+// set's value, as Lock.Unlock does, and hands each member to its waiting
+// Locks. ErrExpired: some member was no longer held on a majority.
+func (m *MultiLock) Unlock(ctx context.Context) error {
+	return m.l.Release(ctx, func(start time.Time, nodes []NodeResult, err error) error {
+		err = publicError(err)
+		m.c.observe(ctx, "unlock", m.l.Name(), start, nodes, nil, m.Token(), time.Time{}, err)
+		return err
+	})
+}
+
+// DoMulti takes every one of names (LockMulti), runs fn while holding
+// them, extending the set every TTL/3, and releases them when fn returns,
+// as Do does for one name: fn's context is cancelled with ErrLockLost when
+// the set cannot be kept.
+func (c *Client) DoMulti(ctx context.Context, names []string, fn func(ctx context.Context, m *MultiLock) error, opts ...LockOption) error {
+	if fn == nil {
+		return ErrNilFunc
+	}
+	m, err := c.LockMulti(ctx, names, opts...)
+	if err != nil {
+		return err
+	}
+	return hold(ctx, &m.l, m.Extend, m.Unlock, func(ctx context.Context) error { return fn(ctx, m) })
+}
+
+// multiNames checks a multi-lock's names and returns them sorted: the
+// order on the nodes does not matter (each takes all or none), but one
+// set has one name in events and errors.
+func multiNames(names []string) ([]string, error) {
+	switch {
+	case len(names) == 0:
+		return nil, ErrNoNames
+	case len(names) > MaxMultiNames:
+		return nil, fmt.Errorf("%w: %d names, at most %d", ErrTooManyNames, len(names), MaxMultiNames)
+	}
+	set := slices.Clone(names)
+	slices.Sort(set)
+	for i, n := range set {
+		if err := validateName(n); err != nil {
+			return nil, err
+		}
+		if i > 0 && set[i-1] == n {
+			return nil, fmt.Errorf("%w: %q", ErrDuplicateName, head(n, 64))
+		}
+	}
+	return set, nil
+}
