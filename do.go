@@ -29,6 +29,11 @@ import (
 // that recovers it does not keep the lock. No goroutine started by Do
 // outlives it.
 //
+// fn's context carries the lock (Lock.Context): a TryLock, Lock or Do of
+// the same name through it with Reentrant reenters the lock instead of
+// waiting for it. A Do that reenters a lock another Do keeps alive starts
+// no watchdog of its own: its fn's context ends with the outer one's.
+//
 // A nil fn is refused with ErrNilFunc before anything is sent.
 func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context, l *Lock) error, opts ...LockOption) error {
 	if fn == nil {
@@ -38,16 +43,25 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 	if err != nil {
 		return err
 	}
-	return hold(ctx, &l.l, l.Extend, l.Unlock, func(ctx context.Context) error { return fn(ctx, l) })
+	// A reentry of a lock a Do already keeps alive needs no second watchdog.
+	if l.watch() {
+		return hold(ctx, nil, l.Extend, l.Unlock, func(ctx context.Context) error { return fn(l.Context(ctx), l) })
+	}
+	defer l.unwatch()
+	return hold(ctx, l.lease(), l.Extend, l.Unlock, func(ctx context.Context) error { return fn(l.Context(ctx), l) })
 }
 
 // hold runs fn while it keeps lease l (Do, DoMulti): extend every TTL/3,
 // fn's context cancelled with ErrLockLost when the lease cannot be kept,
-// and unlock when fn returns or panics.
+// and unlock when fn returns or panics. A nil l is kept alive by another
+// hold already (a reentrant Do within a Do): fn's context is the outer's.
 func hold(ctx context.Context, l *lease.Lease, extend func(context.Context, ...LockOption) error,
 	unlock func(context.Context) error, fn func(context.Context) error) error {
 	fnCtx, cancel := context.WithCancelCause(ctx)
-	stop := l.KeepAlive(fnCtx, cancel, func(ctx context.Context) error { return extend(ctx) })
+	stop := func() {}
+	if l != nil {
+		stop = l.KeepAlive(fnCtx, cancel, func(ctx context.Context) error { return extend(ctx) })
+	}
 	returned := false
 	defer func() {
 		if !returned {

@@ -161,6 +161,9 @@ var (
 	ErrNilOption = errors.New("redlock: nil option")
 	// ErrNilFunc: Do was given a nil function; it acquires nothing.
 	ErrNilFunc = errors.New("redlock: nil function")
+	// ErrNotForExtend: an option that applies to acquisitions only
+	// (Reentrant) was given to Extend, wrapped.
+	ErrNotForExtend = errors.New("redlock: option applies to an acquisition, not to Extend")
 	// ErrNoNames: a multi-lock was given no names.
 	ErrNoNames = errors.New("redlock: a multi-lock needs at least one name")
 	// ErrTooManyNames: a multi-lock was given more than MaxMultiNames names.

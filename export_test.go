@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -93,3 +94,29 @@ func SettlingLen(c *Client) int {
 // AcquireScript is the unfenced acquisition script, for tests that drive a
 // node's queue directly.
 var AcquireScript = nodescript.Acquire.Source()
+
+// FreshTokenReentry is reentrancy with its token rule removed, as
+// Redisson's fenced lock does it: a reentry is a new fenced acquisition by
+// the same owner (round 1 with l's own value, which every node holding it
+// grants, then the commit of the best candidate), and so mints a fresh
+// token. It returns that token.
+func FreshTokenReentry(ctx context.Context, l *Lock) (uint64, error) {
+	ll := l.lease()
+	sh := ll.Shape()
+	var best int64
+	for _, n := range l.c.nodes {
+		vals, err := sh.Acquire(ll, 0).Run(ctx, n).Int64Slice()
+		if err != nil {
+			return 0, err
+		}
+		if vals[0] == 1 && vals[1] > best {
+			best = vals[1]
+		}
+	}
+	for _, n := range l.c.nodes {
+		if err := sh.Commit(ll, best).Run(ctx, n).Err(); err != nil {
+			return 0, err
+		}
+	}
+	return uint64(best), nil
+}

@@ -32,8 +32,9 @@ func For(ttl time.Duration) LockOption {
 
 // term is one lock's TTL, and its milliseconds boxed once for the scripts.
 type term struct {
-	ttl time.Duration
-	arg any
+	ttl       time.Duration
+	arg       any
+	reentrant bool // Reentrant
 }
 
 // defaultLease is the client's TTL, as WithTTL set it.

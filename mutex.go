@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/lease"
@@ -17,13 +18,17 @@ import (
 type Lock struct {
 	c *Client
 	l lease.Lease // the lease engine's: what the nodes hold, and its deadline
+	// Reentrancy (reentrant.go): a reentry's handle points at the Lock
+	// that acquired, whose holds count them all.
+	outer *Lock
+	holds holds
 }
 
 // Name returns the lock's name.
-func (l *Lock) Name() string { return l.l.Name() }
+func (l *Lock) Name() string { return l.lease().Name() }
 
 // Nodes returns what each node answered to the acquisition.
-func (l *Lock) Nodes() []NodeResult { return append([]NodeResult(nil), l.l.Results()...) }
+func (l *Lock) Nodes() []NodeResult { return append([]NodeResult(nil), l.lease().Results()...) }
 
 // Until returns the end of the lock's validity, on the client's monotonic
 // clock: compare it with time.Now(), not with a wall-clock time from
@@ -31,7 +36,7 @@ func (l *Lock) Nodes() []NodeResult { return append([]NodeResult(nil), l.l.Resul
 // acquisition's first request was sent, TTL being the lock's (For, or the
 // client's WithTTL). A successful Extend moves it to the same bound counted
 // from the start of the Extend call, with the TTL the Extend applied.
-func (l *Lock) Until() time.Time { return l.l.Until() }
+func (l *Lock) Until() time.Time { return l.lease().Until() }
 
 // Done returns a channel that is closed when the lock's validity ends
 // without a successful Extend, or when the lock is unlocked. Once closed,
@@ -45,14 +50,14 @@ func (l *Lock) Until() time.Time { return l.l.Until() }
 // (Do's function, whose context it cancels, and `redlock exec`'s command,
 // which it signals) must have stopped before the validity ends, not just
 // begun to.
-func (l *Lock) Done() <-chan struct{} { return l.l.Done() }
+func (l *Lock) Done() <-chan struct{} { return l.lease().Done() }
 
 // Token returns the lock's fencing token: larger than the token of every
 // acquisition of the same name that returned before this one began, and
 // larger than every token committed before this lock was granted (see
 // docs/fencing.md for the exact guarantees). Pass it to the protected
 // resource with every operation. It is 0 when fencing is off.
-func (l *Lock) Token() uint64 { return l.l.Token() }
+func (l *Lock) Token() uint64 { return l.lease().Token() }
 
 // TryLock makes one attempt to acquire the lock called name. It sends the
 // acquisition to every node at once and returns as soon as the outcome is
@@ -85,6 +90,11 @@ func (c *Client) TryLock(ctx context.Context, name string, opts ...LockOption) (
 	}
 	if err := c.beforeTry(ctx, name); err != nil {
 		return nil, err
+	}
+	if ls.reentrant {
+		if l, err := c.reentry(ctx, name); l != nil || err != nil {
+			return l, err
+		}
 	}
 	return c.tryLock(ctx, name, "", 0, ls)
 }
@@ -162,21 +172,25 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 // could leave each node with the TTL it ran last and Until with the one
 // decided last, a minute ahead of keys that expire in seconds.
 func (l *Lock) Extend(ctx context.Context, opts ...LockOption) error {
-	done, err := l.l.ExtendTurn(ctx)
+	ll := l.lease()
+	done, err := ll.ExtendTurn(ctx)
 	if err != nil {
 		return publicError(err)
 	}
 	defer done()
-	ls := term{ttl: l.l.TTL()}
+	ls := term{ttl: ll.TTL()}
 	if len(opts) > 0 {
 		if ls, err = l.c.leaseOf(ls, opts); err != nil {
 			return err
+		}
+		if ls.reentrant {
+			return fmt.Errorf("%w: Reentrant, given to Extend", ErrNotForExtend)
 		}
 	} else {
 		ls.arg = ls.ttl.Milliseconds()
 	}
 	start := l.c.cfg.clock.Now()
-	until, nodes, err := l.l.Extend(ctx, start, lease.Term{TTL: ls.ttl, Arg: ls.arg})
+	until, nodes, err := ll.Extend(ctx, start, lease.Term{TTL: ls.ttl, Arg: ls.arg})
 	err = publicError(err)
 	if err != nil && !errors.Is(err, ErrReleased) {
 		l.c.log.Warn("redlock: extension failed", "lock", l.Name(), "err", err)
@@ -205,7 +219,19 @@ func (l *Lock) Extend(ctx context.Context, opts ...LockOption) error {
 // WithNodeTimeout) or before ctx ended; in the last case ctx's error is
 // its Cause and the silent nodes are NodeTimedOut with an Err that wraps
 // it. Later calls return the first call's result.
+//
+// A lock reentered (Reentrant) has a handle per hold: Unlock of a handle
+// counts its hold down and returns nil, and only the Unlock that ends the
+// last hold releases the lock, returning what is said above.
 func (l *Lock) Unlock(ctx context.Context) error {
+	if l.countDown() {
+		return l.root().release(ctx)
+	}
+	return nil
+}
+
+// release releases the lease on the nodes.
+func (l *Lock) release(ctx context.Context) error {
 	return l.l.Release(ctx, func(start time.Time, nodes []NodeResult, err error) error {
 		err = publicError(err)
 		l.c.observe(ctx, "unlock", l.Name(), start, nodes, nil, l.Token(), time.Time{}, err)

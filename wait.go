@@ -52,6 +52,11 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 	if err != nil {
 		return nil, err
 	}
+	if ls.reentrant {
+		if l, err := c.reentry(ctx, name); l != nil || err != nil {
+			return l, err
+		}
+	}
 	if !c.rounds.IfOpen(func() { c.locks.Add(1) }) { // before Close can wait for the Lock calls
 		return nil, ErrClosed
 	}
