@@ -164,6 +164,14 @@ var (
 	// ErrNotForExtend: an option that applies to acquisitions only
 	// (Reentrant) was given to Extend, wrapped.
 	ErrNotForExtend = errors.New("redlock: option applies to an acquisition, not to Extend")
+	// ErrPermits: the nodes store another number of permits for the
+	// semaphore than the client's (clients built with different numbers,
+	// or a SetPermits since): the Kind of a *QuorumError whose nodes hold
+	// a *PermitsError. No retry fixes it; Acquire gives up at once.
+	ErrPermits = kind.ErrPermits
+	// ErrBadPermits: a semaphore's number of permits is not within 1 to
+	// MaxPermits.
+	ErrBadPermits = errors.New("redlock: a semaphore needs 1 to MaxPermits permits")
 	// ErrNoNames: a multi-lock was given no names.
 	ErrNoNames = errors.New("redlock: a multi-lock needs at least one name")
 	// ErrTooManyNames: a multi-lock was given more than MaxMultiNames names.
@@ -275,3 +283,8 @@ func (e *QuorumError) Unwrap() []error {
 // are Key, the key ("" if the node did not say which), Type, what it holds
 // ("list", "hash"...; "" if not said), and Err, the node's reply.
 type WrongTypeError = kind.WrongTypeError
+
+// PermitsError is a node's refusal of a semaphore's permit because it
+// stores another number of permits for the semaphore (Stored) than the
+// client's. It matches ErrPermits; Err is the node's reply.
+type PermitsError = kind.PermitsError

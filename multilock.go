@@ -2,9 +2,7 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -109,61 +107,12 @@ func (c *Client) LockMulti(ctx context.Context, names []string, opts ...LockOpti
 	if err != nil {
 		return nil, err
 	}
-	if !c.rounds.IfOpen(func() { c.locks.Add(1) }) {
-		return nil, ErrClosed
-	}
-	defer c.locks.Done()
-	started := c.cfg.clock.Now()
-	var out outage
-	var prev *QuorumError
-	backoff := 1 // after a split vote: short random delays that double
-	for attempts := 1; ; attempts++ {
-		if err := ctx.Err(); err != nil {
-			if prev != nil {
-				return nil, prev.ended(ctx)
-			}
-			return nil, &QuorumError{Op: "lock", Name: lease.MultiName(set), Cause: err}
-		}
-		attemptStart := c.cfg.clock.Now()
-		m, err := c.tryLockMulti(ctx, set, ls)
-		var qe *QuorumError
-		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || lease.Final(qe.Kind) {
-			return m, err
-		}
-		prev = qe
-		c.warnRetrying(qe, attempts, started)
-		delay, gaveUp := c.nextDelay(&out, qe, attemptStart)
-		if gaveUp {
-			return nil, qe
-		}
-		if short := handoffSpread << backoff; splitVote(qe.Nodes) && short < delay {
-			delay = rand.N(short)
-			backoff++
-		} else {
-			backoff = 1
-		}
-		if !c.pause(ctx, delay) {
-			if ctx.Err() != nil {
-				return nil, qe.ended(ctx)
-			}
-			return nil, ErrClosed
-		}
-	}
-}
-
-// pause waits d, and reports false if ctx ended or the client began to
-// close first.
-func (c *Client) pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-c.rounds.Closing():
-		return false
-	case <-t.C:
-		return true
-	}
+	var m *MultiLock
+	err = c.retry(ctx, lease.MultiName(set), func() (err error) {
+		m, err = c.tryLockMulti(ctx, set, ls)
+		return err
+	})
+	return m, err
 }
 
 // Extend re-applies the set's TTL on every node where every member still
@@ -171,39 +120,13 @@ func (c *Client) pause(ctx context.Context, d time.Duration) bool {
 // held and extended all of them, so a member lost anywhere fails the
 // extension there, and an Extend that fails reports each node's outcome.
 func (m *MultiLock) Extend(ctx context.Context, opts ...LockOption) error {
-	done, err := m.l.ExtendTurn(ctx)
-	if err != nil {
-		return publicError(err)
-	}
-	defer done()
-	ls := term{ttl: m.l.TTL()}
-	if len(opts) > 0 {
-		if ls, err = m.c.leaseOf(ls, opts); err != nil {
-			return err
-		}
-	} else {
-		ls.arg = ls.ttl.Milliseconds()
-	}
-	start := m.c.cfg.clock.Now()
-	until, nodes, err := m.l.Extend(ctx, start, lease.Term{TTL: ls.ttl, Arg: ls.arg})
-	err = publicError(err)
-	if err != nil && !errors.Is(err, ErrReleased) {
-		m.c.log.Warn("redlock: extension failed", "lock", m.l.Name(), "err", err)
-	}
-	m.c.observe(ctx, "extend", m.l.Name(), start, nodes, nil, m.Token(), until, err)
-	return err
+	return m.c.extend(ctx, &m.l, opts)
 }
 
 // Unlock releases every member on every node where it still holds the
 // set's value, as Lock.Unlock does, and hands each member to its waiting
 // Locks. ErrExpired: some member was no longer held on a majority.
-func (m *MultiLock) Unlock(ctx context.Context) error {
-	return m.l.Release(ctx, func(start time.Time, nodes []NodeResult, err error) error {
-		err = publicError(err)
-		m.c.observe(ctx, "unlock", m.l.Name(), start, nodes, nil, m.Token(), time.Time{}, err)
-		return err
-	})
-}
+func (m *MultiLock) Unlock(ctx context.Context) error { return m.c.release(ctx, &m.l) }
 
 // DoMulti takes every one of names (LockMulti), runs fn while holding
 // them, extending the set every TTL/3, and releases them when fn returns,

@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/lease"
@@ -172,31 +170,7 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 // could leave each node with the TTL it ran last and Until with the one
 // decided last, a minute ahead of keys that expire in seconds.
 func (l *Lock) Extend(ctx context.Context, opts ...LockOption) error {
-	ll := l.lease()
-	done, err := ll.ExtendTurn(ctx)
-	if err != nil {
-		return publicError(err)
-	}
-	defer done()
-	ls := term{ttl: ll.TTL()}
-	if len(opts) > 0 {
-		if ls, err = l.c.leaseOf(ls, opts); err != nil {
-			return err
-		}
-		if ls.reentrant {
-			return fmt.Errorf("%w: Reentrant, given to Extend", ErrNotForExtend)
-		}
-	} else {
-		ls.arg = ls.ttl.Milliseconds()
-	}
-	start := l.c.cfg.clock.Now()
-	until, nodes, err := ll.Extend(ctx, start, lease.Term{TTL: ls.ttl, Arg: ls.arg})
-	err = publicError(err)
-	if err != nil && !errors.Is(err, ErrReleased) {
-		l.c.log.Warn("redlock: extension failed", "lock", l.Name(), "err", err)
-	}
-	l.c.observe(ctx, "extend", l.Name(), start, nodes, nil, l.Token(), until, err)
-	return err
+	return l.c.extend(ctx, l.lease(), opts)
 }
 
 // Unlock deletes the lock on every node where it still holds this lock's
@@ -231,10 +205,4 @@ func (l *Lock) Unlock(ctx context.Context) error {
 }
 
 // release releases the lease on the nodes.
-func (l *Lock) release(ctx context.Context) error {
-	return l.l.Release(ctx, func(start time.Time, nodes []NodeResult, err error) error {
-		err = publicError(err)
-		l.c.observe(ctx, "unlock", l.Name(), start, nodes, nil, l.Token(), time.Time{}, err)
-		return err
-	})
-}
+func (l *Lock) release(ctx context.Context) error { return l.c.release(ctx, &l.l) }

@@ -29,4 +29,5 @@ var (
 	ErrTokenRange     = errors.New("redlock: token out of range")
 	ErrNodeIDConflict = errors.New("redlock: conflicting node ids")
 	ErrDuplicateNode  = errors.New("redlock: the same node given twice (one client twice, or two clients for one server)")
+	ErrPermits        = errors.New("redlock: the nodes store another number of permits for the semaphore")
 )

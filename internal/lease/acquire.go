@@ -167,6 +167,8 @@ func (l *Lease) acquireOp(ctx context.Context, i int, node redis.UniversalClient
 		return round.NodeFailed, 0, errNotChecked
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return round.NodeFailed, 0, kind.WrongType(err)
+	case kind.IsPermits(err):
+		return round.NodeFailed, 0, kind.Permits(err)
 	case err != nil:
 		return round.NodeFailed, 0, err
 	case n == 1:

@@ -15,7 +15,7 @@ import (
 // Final reports a kind of failure for which Lock gives up at once.
 func Final(k error) bool {
 	switch k {
-	case kind.ErrWrongType, kind.ErrNotProvisioned, kind.ErrAuth, kind.ErrNoPermission, kind.ErrScript, kind.ErrWrongNodeList, kind.ErrFencingNode:
+	case kind.ErrWrongType, kind.ErrPermits, kind.ErrNotProvisioned, kind.ErrAuth, kind.ErrNoPermission, kind.ErrScript, kind.ErrWrongNodeList, kind.ErrFencingNode:
 		return true
 	}
 	return false
@@ -77,7 +77,7 @@ func PermanentKind(err error) error {
 
 // classifyAcquire tells contention from unavailability once an attempt is lost.
 func classifyAcquire(t *round.Tally) error {
-	blank := 0
+	blank, permits := 0, 0
 	for _, r := range t.Results {
 		if errors.Is(r.Err, kind.ErrWrongType) {
 			return kind.ErrWrongType
@@ -85,10 +85,19 @@ func classifyAcquire(t *round.Tally) error {
 		if r.Err == errNoIdentity {
 			blank++
 		}
+		if errors.Is(r.Err, kind.ErrPermits) {
+			permits++
+		}
 	}
 	if blank >= t.Majority {
 		// Never provisioned, or a majority lost its data: no retry helps.
 		return kind.ErrNotProvisioned
+	}
+	if t.N-permits < t.Majority {
+		// A semaphore's size differs from this client's on too many nodes
+		// for the others to grant: every retry would fail so. (Fewer may
+		// lag behind a SetPermits; the others still decide.)
+		return kind.ErrPermits
 	}
 	if k := BlockingKind(t); k != nil {
 		return k

@@ -43,6 +43,8 @@ func (l *Lease) fencedAcquireOp(ctx context.Context, i int, node redis.Universal
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return round.NodeFailed, 0, kind.WrongType(err)
+	case kind.IsPermits(err):
+		return round.NodeFailed, 0, kind.Permits(err)
 	case err != nil:
 		return round.NodeFailed, 0, err
 	case len(vals) != 2:

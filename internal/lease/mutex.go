@@ -18,11 +18,14 @@ type mutex struct {
 // Mutex is the shape of a mutex lease l on name under prefix, with l's
 // value (a Request's Shape).
 func Mutex(l *Lease, prefix, name, value string) Shape {
-	m := &l.mutex
+	l.mutex.init(prefix, name, value)
+	return &l.mutex
+}
+
+func (m *mutex) init(prefix, name, value string) {
 	key, queue, seen := LockKeys(prefix, name)
 	m.key, m.marker, m.value = key, MarkerKey(key, value), value
 	m.keyArgs = nodescript.BoxKeys(key, m.marker, NextKey(key), queue, seen)
-	return m
 }
 
 // Key is the lock key of a mutex lease; "" for another shape.
