@@ -172,6 +172,19 @@ var (
 	// ErrBadPermits: a semaphore's number of permits is not within 1 to
 	// MaxPermits.
 	ErrBadPermits = errors.New("redlock: a semaphore needs 1 to MaxPermits permits")
+	// ErrHeldByContext: a waiting Lock (or Do, RLock, a read-write
+	// lock's Lock) was asked through a context that already holds that
+	// lock, and would wait for itself. Pass Reentrant to reenter it.
+	ErrHeldByContext = errors.New("redlock: the lock is held through this context (Reentrant reenters it)")
+	// ErrUpgrade: a read hold of a read-write lock cannot become a write
+	// hold (RWLock.Upgrade, or a write hold asked through a context that
+	// carries a read hold of the same lock): two readers upgrading at once
+	// would deadlock. Unlock, then Lock.
+	ErrUpgrade = errors.New("redlock: a read hold cannot be upgraded to a write hold")
+	// ErrReadUnderWrite: a read hold was asked through a context that
+	// carries a write hold of the same lock, which it would wait for. Use
+	// the write hold, or Downgrade it.
+	ErrReadUnderWrite = errors.New("redlock: a read hold asked under this context's write hold")
 	// ErrNoNames: a multi-lock was given no names.
 	ErrNoNames = errors.New("redlock: a multi-lock needs at least one name")
 	// ErrTooManyNames: a multi-lock was given more than MaxMultiNames names.

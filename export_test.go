@@ -60,6 +60,11 @@ func ScriptName(args []any) string {
 		{"multi-acquire", nodescript.FencedMultiAcquire}, {"multi-acquire", nodescript.MultiAcquire},
 		{"multi-commit", nodescript.MultiCommit}, {"multi-release", nodescript.MultiRelease},
 		{"multi-extend", nodescript.MultiExtend},
+		{"rw-read", nodescript.FencedRWRead}, {"rw-read", nodescript.RWRead},
+		{"rw-write", nodescript.FencedRWWrite}, {"rw-write", nodescript.RWWrite},
+		{"rw-extend", nodescript.RWExtend}, {"rw-release", nodescript.RWRelease},
+		{"rw-read-commit", nodescript.RWReadCommit}, {"rw-write-commit", nodescript.RWWriteCommit},
+		{"rw-downgrade", nodescript.RWDowngrade},
 	} {
 		if h := s.s.Hash(); h != "" && body == h || body == s.s.Source() {
 			return s.name

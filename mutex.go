@@ -89,10 +89,8 @@ func (c *Client) TryLock(ctx context.Context, name string, opts ...LockOption) (
 	if err := c.beforeTry(ctx, name); err != nil {
 		return nil, err
 	}
-	if ls.reentrant {
-		if l, err := c.reentry(ctx, name); l != nil || err != nil {
-			return l, err
-		}
+	if l, err := c.reentry(ctx, name, ls.reentrant, false); l != nil || err != nil {
+		return l, err
 	}
 	return c.tryLock(ctx, name, "", 0, ls)
 }

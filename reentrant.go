@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/quorumlock/redlock/internal/lease"
@@ -26,9 +27,11 @@ import (
 // with ErrReleased (a *QuorumError); a ctx that holds no lock of that
 // name acquires as without Reentrant.
 //
-// Without Reentrant a Lock through a context that holds the name waits
-// for itself, as sync.Mutex does, until ctx ends or the lock expires.
-// Extend refuses Reentrant (ErrNotForExtend).
+// Without Reentrant, a Lock (or Do) through a context that holds the name
+// fails at once with ErrHeldByContext, where it would wait for itself
+// until ctx ended or the lock expired; a TryLock is refused by the nodes
+// (ErrLocked), as it is for any held lock. Extend refuses Reentrant
+// (ErrNotForExtend).
 func Reentrant() LockOption { return func(ls *term) { ls.reentrant = true } }
 
 // holds counts the holds of a Lock, on the Lock that acquired it; every
@@ -55,19 +58,38 @@ func (l *Lock) lease() *lease.Lease { return &l.root().l }
 
 // countDown counts l's hold down, once, and reports whether it was the
 // last (also on later calls from the handle whose Unlock it was).
-func (l *Lock) countDown() bool {
-	h := &l.root().holds
+func (l *Lock) countDown() bool { return l.root().holds.countDown(&l.holds) }
+
+// countDown counts the hold of the handle whose own holds are own down,
+// on h, its root's: once per handle. It reports whether that ended the
+// last hold, also on later calls from that handle.
+func (h *holds) countDown(own *holds) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !l.holds.counted {
-		l.holds.counted = true
+	if !own.counted {
+		own.counted = true
 		if h.extra > 0 {
 			h.extra--
 		} else {
-			h.ended, l.holds.releaser = true, true
+			h.ended, own.releaser = true, true
 		}
 	}
-	return l.holds.releaser
+	return own.releaser
+}
+
+// add adds a hold on h, a root's, whose lease is l; or says why not:
+// ErrReleased, or ErrExpired once l's validity has ended.
+func (h *holds) add(l *lease.Lease) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.ended || l.Released():
+		return ErrReleased
+	case l.Remaining() <= 0 || isClosed(l.Done()):
+		return ErrExpired
+	}
+	h.extra++
+	return nil
 }
 
 // Context returns a copy of ctx that carries l, for a Reentrant TryLock,
@@ -91,14 +113,26 @@ func heldIn(ctx context.Context) *held {
 }
 
 // reentry returns a new hold of the lock of name that ctx holds through
-// c, or nil, nil if it holds none.
-func (c *Client) reentry(ctx context.Context, name string) (*Lock, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+// c, if reentrant; or ErrHeldByContext if not and the hold is live, for a
+// waiting Lock (wait), which would wait for itself. It returns nil, nil
+// if ctx holds no lock of that name.
+func (c *Client) reentry(ctx context.Context, name string, reentrant, wait bool) (*Lock, error) {
+	if !reentrant && !wait {
+		return nil, nil
 	}
 	for h := heldIn(ctx); h != nil; h = h.next {
-		if l := h.lock.root(); l.c == c && l.Name() == name {
+		l := h.lock.root()
+		if l.c != c || l.Name() != name {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+		}
+		if reentrant {
 			return l.reenter()
+		}
+		if !l.l.Released() && !isClosed(l.Done()) {
+			return nil, fmt.Errorf("%w: %q", ErrHeldByContext, name)
 		}
 	}
 	return nil, nil
@@ -106,20 +140,10 @@ func (c *Client) reentry(ctx context.Context, name string) (*Lock, error) {
 
 // reenter adds a hold to l, the root: a handle of its own, on l's lease.
 func (l *Lock) reenter() (*Lock, error) {
-	h := &l.holds
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var why error
-	switch {
-	case h.ended || l.l.Released():
-		why = ErrReleased
-	case l.l.Remaining() <= 0 || isClosed(l.l.Done()):
-		why = ErrExpired
-	default:
-		h.extra++
-		return &Lock{c: l.c, outer: l}, nil
+	if why := l.holds.add(&l.l); why != nil {
+		return nil, &QuorumError{Op: "lock", Name: l.Name(), Kind: why}
 	}
-	return nil, &QuorumError{Op: "lock", Name: l.Name(), Kind: why}
+	return &Lock{c: l.c, outer: l}, nil
 }
 
 // watch marks l's root as kept alive by a Do, and reports whether one

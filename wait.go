@@ -52,17 +52,27 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 	if err != nil {
 		return nil, err
 	}
-	if ls.reentrant {
-		if l, err := c.reentry(ctx, name); l != nil || err != nil {
-			return l, err
-		}
+	if l, err := c.reentry(ctx, name, ls.reentrant, true); l != nil || err != nil {
+		return l, err
 	}
+	return waitInLine(ctx, c, name, c.lockKey(name), func(ctx context.Context, waiter string, waited time.Duration) (*Lock, error) {
+		return c.tryLock(ctx, name, waiter, waited, ls)
+	})
+}
+
+// waitInLine is the waiting loop of the primitives whose waiters queue on
+// the nodes (Lock, and a read-write lock's writers): try makes one attempt
+// for the waiter, which has waited waited so far; key is the lock key
+// whose queue and notifications the waiter uses. Lock's doc states what
+// it does.
+func waitInLine[T any](ctx context.Context, c *Client, name, key string,
+	try func(ctx context.Context, waiter string, waited time.Duration) (T, error)) (_ T, err error) {
+	var none T
 	if !c.rounds.IfOpen(func() { c.locks.Add(1) }) { // before Close can wait for the Lock calls
-		return nil, ErrClosed
+		return none, ErrClosed
 	}
 	defer c.locks.Done() // after the leave below
 	started := c.cfg.clock.Now()
-	key := c.lockKey(name)
 	waiter := c.id + "/" + strconv.FormatUint(c.waiters.Add(1), 10)
 	queued := false          // an attempt reached the nodes, which put this waiter in the queue
 	var last []chan struct{} // the last failed attempt's calls, per node
@@ -87,12 +97,12 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 	for attempts := 1; ; attempts++ {
 		if err := ctx.Err(); err != nil {
 			if prev != nil {
-				return nil, prev.ended(ctx)
+				return none, prev.ended(ctx)
 			}
-			return nil, &QuorumError{Op: "lock", Name: name, Cause: err}
+			return none, &QuorumError{Op: "lock", Name: name, Cause: err}
 		}
 		attemptStart := c.cfg.clock.Now()
-		l, err := c.tryLock(ctx, name, waiter, attemptStart.Sub(started), ls)
+		l, err := try(ctx, waiter, attemptStart.Sub(started))
 		queued = queued || !errors.Is(err, ErrClosed) // a closed client sent nothing
 		var qe *QuorumError
 		if errors.As(err, &qe) && qe.after != nil {
@@ -111,7 +121,7 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 		}
 		delay, gaveUp := c.nextDelay(&out, qe, attemptStart)
 		if gaveUp {
-			return nil, qe
+			return none, qe
 		}
 		if !woken && splitVote(qe.Nodes) {
 			// Nobody holds the lock on a majority, but others tried at the
@@ -147,11 +157,11 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, qe.ended(ctx)
+			return none, qe.ended(ctx)
 		case <-c.rounds.Closing():
 			// Not after a retry delay that may be long: a shutdown waits on us.
 			t.Stop()
-			return nil, ErrClosed
+			return none, ErrClosed
 		case <-t.C:
 		case reason := <-w.Wake():
 			t.Stop()
@@ -163,7 +173,7 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 				// nodes have promised it.
 				woken, backoff = true, 1
 				if !c.gatherPromises(ctx, w) {
-					return nil, qe.ended(ctx)
+					return none, qe.ended(ctx)
 				}
 				continue
 			}
@@ -171,7 +181,7 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 			// have waited longer try first.
 			woken, backoff = true, 1
 			if !sleepCtx(ctx, wakeDelay(c.cfg.clock.Now().Sub(started))) {
-				return nil, qe.ended(ctx)
+				return none, qe.ended(ctx)
 			}
 		}
 	}

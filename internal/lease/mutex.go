@@ -28,6 +28,13 @@ func (m *mutex) init(prefix, name, value string) {
 	m.keyArgs = nodescript.BoxKeys(key, m.marker, NextKey(key), queue, seen)
 }
 
+// initKey is init for a lock key that is not a mutex's (a read-write
+// lock's writer key).
+func (m *mutex) initKey(key, value string) {
+	m.key, m.marker, m.value = key, MarkerKey(key, value), value
+	m.keyArgs = nodescript.BoxKeys(key, m.marker, NextKey(key), QueueKey(key), SeenKey(key))
+}
+
 // Key is the lock key of a mutex lease; "" for another shape.
 func Key(s Shape) string {
 	if m, ok := s.(*mutex); ok {

@@ -1,0 +1,94 @@
+package lease
+
+import "github.com/quorumlock/redlock/internal/nodescript"
+
+// The read-write lock: per name, the writer's key RWKey (a lock key with
+// the mutex's marker, queue and token H), the readers' sorted set beside
+// it, one entry per reader with its own expiry, and HR, the largest
+// reader token committed. A reader's lease is its entry; a writer's, the
+// key. Release and Extend act on either, so a lease downgraded on some
+// nodes and not others is still released and extended everywhere.
+
+// rw is the Shape of one read-write lease.
+type rw struct {
+	mutex        // the writer's key, the marker of this value, the queue
+	reader  bool // a read lease
+	readers any  // the readers' sorted set
+	hr      any  // HR
+}
+
+// RWKey is the writer's key of the read-write lock name: beside the mutex
+// of the same name, not on it (a mutex knows no readers).
+func RWKey(prefix, name string) string {
+	key, _, _ := LockKeys(prefix, name)
+	return key + ":rw"
+}
+
+// ReadersKey is the readers' sorted set of the read-write lock whose
+// writer's key is key.
+func ReadersKey(key string) string { return key + ":readers" }
+
+// RW is the shape of a read (reader) or write lease on the read-write lock
+// of the Request's Name.
+func RW(reader bool) func(l *Lease, prefix, name, value string) Shape {
+	return func(l *Lease, prefix, name, value string) Shape {
+		key := RWKey(prefix, name)
+		s := &rw{reader: reader, readers: ReadersKey(key), hr: key + ":fence:read"}
+		s.initKey(key, value)
+		return s
+	}
+}
+
+// Reader tells a read lease's shape.
+func Reader(s Shape) bool {
+	r, ok := s.(*rw)
+	return ok && r.reader
+}
+
+func (s *rw) Acquire(l *Lease, waitedUs int64) *nodescript.Call {
+	e, k := l.e, s.keyArgs
+	nk := &e.Keys
+	switch {
+	case s.reader && e.Fencing:
+		return nodescript.NewCall(nodescript.FencedRWRead, []any{k[0], k[1], k[2], k[3], k[4], s.readers, HighKey(s.key),
+			nk.Counter, nk.ID, nk.Replid, nk.Lost, nk.Roster, nk.MaxTTL}, s.value, l.term.Arg, l.list.Roster)
+	case s.reader:
+		return nodescript.NewCall(nodescript.RWRead, []any{k[0], k[1], k[2], k[3], k[4], s.readers, HighKey(s.key)}, s.value, l.term.Arg)
+	case e.Fencing:
+		return nodescript.NewCall(nodescript.FencedRWWrite, []any{k[0], k[1], HighKey(s.key), nk.Counter, nk.ID, nk.Replid, nk.Lost,
+			nk.Roster, nk.MaxTTL, k[2], k[3], k[4], s.readers}, s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs, l.list.Roster)
+	}
+	return nodescript.NewCall(nodescript.RWWrite, append(k[:5:5], s.readers), s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs)
+}
+
+func (s *rw) Commit(l *Lease, token int64) *nodescript.Call {
+	nk := &l.e.Keys
+	if s.reader {
+		return nodescript.NewCall(nodescript.RWReadCommit, []any{HighKey(s.key), s.hr, nk.Counter, nk.Floor, nk.ID, nk.Replid, nk.Lost, nk.Roster},
+			token, l.e.Args.Retention, s.value, l.list.Roster)
+	}
+	return nodescript.NewCall(nodescript.RWWriteCommit, []any{HighKey(s.key), nk.Counter, nk.Floor, nk.ID, nk.Replid, nk.Lost, nk.Roster, s.hr},
+		token, l.e.Args.Retention, s.value, l.list.Roster)
+}
+
+func (s *rw) Release(l *Lease, markerTTL any, announce bool) *nodescript.Call {
+	flag := 0
+	if announce {
+		flag = 1
+	}
+	return nodescript.NewCall(nodescript.RWRelease, append(s.keyArgs[:5:5], s.readers), s.value, markerTTL, flag, l.waiter, l.e.Args.PromiseFor)
+}
+
+func (s *rw) Extend(l *Lease, ttlArg any) *nodescript.Call {
+	if l.e.Fencing {
+		return nodescript.NewCall(nodescript.RWExtend, []any{s.keyArgs[0], s.readers, l.e.Keys.ID, l.e.Keys.MaxTTL}, s.value, ttlArg, 1)
+	}
+	return nodescript.NewCall(nodescript.RWExtend, []any{s.keyArgs[0], s.readers}, s.value, ttlArg, 0)
+}
+
+// Downgrade is the call that turns write lease l into a read lease on
+// each node (lua/rw_downgrade.lua).
+func Downgrade(l *Lease) *nodescript.Call {
+	s := l.shape.(*rw)
+	return nodescript.NewCall(nodescript.RWDowngrade, []any{s.keyArgs[0], s.readers}, s.value)
+}

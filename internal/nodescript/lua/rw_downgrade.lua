@@ -1,0 +1,22 @@
+-- Downgrade of a read-write lock's writer to a reader, in one step on the
+-- node: the writer's key becomes a reader entry of the same value, expiring
+-- when the key would have, so no other writer can come in between (Curator's
+-- downgrade race) and the token stays the writer's. Queued writers still
+-- block new readers.
+--
+--   KEYS[1] the writer's key   KEYS[2] READERS   ARGV[1] value
+-- Returns 1 if this node now holds the value as a reader, else 0.
+if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then
+  local s = redis.pcall('ZSCORE', KEYS[2], ARGV[1])
+  if type(s) == 'string' then return 1 end
+  return 0
+end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl <= 0 then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('DEL', KEYS[1])
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
+local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+redis.call('PEXPIRE', KEYS[2], math.max(1, tonumber(last[2]) - now))
+return 1

@@ -1,0 +1,55 @@
+-- A read-write lock's read acquisition: a reader entry of its own, with its
+-- own expiry, granted where no writer holds the lock, none is promised it,
+-- and no live writer waits in the queue (only writers queue: a reader
+-- behind a queued writer waits, so writers are not starved).
+--
+--   KEYS[1] the writer's key   KEYS[2] release marker of this value
+--   KEYS[3..5] the writers' queue: promise NEXT, QUEUE, SEEN
+--   KEYS[6] READERS (value -> expiry in ms, this node's clock)
+--   KEYS[7] H, the writers' committed token
+--   fenced: KEYS[8] G   KEYS[9..12] id marker, replication id, lost stamp,
+--           roster   KEYS[13] the longest TTL used on this node
+--   ARGV[1] value   ARGV[2] TTL in ms   fenced: ARGV[3] the roster
+--
+-- Returns 1 granted or 0 refused; fenced, {status, candidate} as
+-- fenced_acquire.lua (a refused node proposes no candidate).
+local id
+if FENCED then
+  id = nodeID()
+  if not id then
+    if redis.call('EXISTS', ROSTERKEY) == 0 then return {-2, 0} end
+    return {-1, 0}
+  end
+  if (redis.call('GET', ROSTERKEY) or '') ~= ROSTER then return {-3, 0} end
+end
+local function refused()
+  if FENCED then return {0, 0} end
+  return 0
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then return refused() end
+local w = redis.pcall('GET', KEYS[1])
+if type(w) == 'table' and w.err then return wrongType(KEYS[1]) end
+if w or redis.call('EXISTS', KEYS[3]) == 1 then return refused() end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if #redis.call('ZRANGEBYSCORE', KEYS[5], now, '+inf', 'LIMIT', 0, 1) > 0 then return refused() end
+local purged = redis.pcall('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
+if type(purged) == 'table' and purged.err then return wrongType(KEYS[6]) end
+redis.call('ZADD', KEYS[6], now + tonumber(ARGV[2]), ARGV[1])
+-- The set lives as long as its longest-lived entry.
+local last = redis.call('ZRANGE', KEYS[6], -1, -1, 'WITHSCORES')
+redis.call('PEXPIRE', KEYS[6], math.max(1, tonumber(last[2]) - now))
+if not FENCED then return 1 end
+local c = redis.call('INCR', KEYS[8])
+local h = getString(KEYS[7])
+if h then
+  local f = math.floor(tonumber(h) / 256)
+  if c <= f then
+    c = f + 1
+    redis.call('SET', KEYS[8], c)
+  end
+end
+if tonumber(redis.call('GET', KEYS[13]) or '0') < tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[13], ARGV[2])
+end
+return {1, c * 256 + id}

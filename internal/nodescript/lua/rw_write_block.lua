@@ -1,0 +1,30 @@
+-- Prelude of a read-write lock's write acquisition, before the mutex's
+-- acquisition body (acquire.lua, fenced_acquire.lua): a write is granted
+-- only where no reader holds the lock. Reader entries that have expired by
+-- the node's clock are purged first; while a live one remains, the writer is
+-- refused and joins the queue, where it blocks new readers (rw_read.lua), so
+-- that readers who keep overlapping cannot starve it.
+--
+-- The script including it sets READERS (the readers' sorted set: reader
+-- value -> expiry in ms on this node's clock) and FENCED first; fenced, the
+-- identity checks run before the refusal, as the body's own would.
+do
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local purged = redis.pcall('ZREMRANGEBYSCORE', READERS, '-inf', now)
+  if type(purged) == 'table' and purged.err then return wrongType(READERS) end
+  if redis.call('ZCARD', READERS) > 0 then
+    if FENCED then
+      local id = nodeID()
+      if not id then
+        if redis.call('EXISTS', ROSTERKEY) == 0 then return {-2, 0} end
+        return {-1, 0}
+      end
+      if (redis.call('GET', ROSTERKEY) or '') ~= ROSTER then return {-3, 0} end
+      enqueue()
+      return {0, 0}
+    end
+    enqueue()
+    return 0
+  end
+end

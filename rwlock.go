@@ -1,0 +1,185 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/lease"
+)
+
+// The read-write lock: many readers or one writer (docs/rwlock.md). Each
+// node grants a read where no writer holds the name, none is promised it
+// and none waits in its queue, and a write where no writer and no live
+// reader holds it; any two majorities meet, so a reader and a writer never
+// both hold a majority. Every reader has its own entry and expiry on each
+// node. Every grant mints a token: a writer's exceeds every earlier
+// reader's and writer's, a later reader's exceeds the writer's, and two
+// readers' are in either order.
+
+// RWMutex is the read-write lock called name. It holds no state of its
+// own: any number of RWMutex values, in any process, for the same name
+// share the lock. A read-write lock and a mutex (Lock) of the same name
+// are different locks.
+type RWMutex struct {
+	c    *Client
+	name string
+}
+
+// RWMutex returns the read-write lock called name, checked as a lock name
+// is (ErrEmptyName, ErrNameTooLong, ErrBadName). It sends nothing.
+func (c *Client) RWMutex(name string) (*RWMutex, error) {
+	if err := validateName(name); err != nil {
+		return nil, err
+	}
+	return &RWMutex{c: c, name: name}, nil
+}
+
+// Name is the lock's name.
+func (m *RWMutex) Name() string { return m.name }
+
+// TryRLock makes one attempt to take a read hold. It is refused
+// (ErrLocked) while a writer holds the lock, is promised it, or waits for
+// it: a waiting writer blocks new readers, so that readers who keep
+// overlapping do not starve it. Its other errors are TryLock's.
+func (m *RWMutex) TryRLock(ctx context.Context, opts ...LockOption) (*RWLock, error) {
+	return m.try(ctx, true, opts)
+}
+
+// TryLock makes one attempt to take the write hold: refused (ErrLocked)
+// while a writer or a live reader holds the lock. Its errors are
+// TryLock's.
+func (m *RWMutex) TryLock(ctx context.Context, opts ...LockOption) (*RWLock, error) {
+	return m.try(ctx, false, opts)
+}
+
+func (m *RWMutex) try(ctx context.Context, reader bool, opts []LockOption) (*RWLock, error) {
+	ls, err := m.c.leaseOf(m.c.defaultLease(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if l, err := m.held(ctx, reader, ls.reentrant); l != nil || err != nil {
+		return l, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &QuorumError{Op: "lock", Name: m.name, Cause: err}
+	}
+	return m.attempt(ctx, reader, "", 0, ls)
+}
+
+// RLock takes a read hold, retrying until it gets one, ctx ends, or an
+// outage outlasts the client's bound, as LockMulti does: readers do not
+// wait in the queue (only writers do), they retry after the client's
+// retry delay.
+func (m *RWMutex) RLock(ctx context.Context, opts ...LockOption) (*RWLock, error) {
+	ls, err := m.c.leaseOf(m.c.defaultLease(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if l, err := m.held(ctx, true, ls.reentrant); l != nil || err != nil {
+		return l, err
+	}
+	var l *RWLock
+	err = m.c.retry(ctx, m.name, func() (err error) {
+		l, err = m.attempt(ctx, true, "", 0, ls)
+		return err
+	})
+	return l, err
+}
+
+// Lock takes the write hold, waiting in the lock's queue as Client.Lock
+// does: queued writers are handed the lock in arrival order, and block new
+// readers meanwhile.
+func (m *RWMutex) Lock(ctx context.Context, opts ...LockOption) (*RWLock, error) {
+	ls, err := m.c.leaseOf(m.c.defaultLease(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if l, err := m.held(ctx, false, ls.reentrant); l != nil || err != nil {
+		return l, err
+	}
+	key := lease.RWKey(m.c.cfg.keyPrefix, m.name)
+	return waitInLine(ctx, m.c, m.name, key, func(ctx context.Context, waiter string, waited time.Duration) (*RWLock, error) {
+		return m.attempt(ctx, false, waiter, waited, ls)
+	})
+}
+
+// attempt is one acquisition of a read or write hold.
+func (m *RWMutex) attempt(ctx context.Context, reader bool, waiter string, waited time.Duration, ls term) (*RWLock, error) {
+	c := m.c
+	l := &RWLock{c: c}
+	l.reading.Store(reader)
+	start, commit, begun, err := c.leases.Attempt(ctx, &l.l, lease.Request{Name: m.name, Waiter: waiter, Waited: waited,
+		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.RW(reader)})
+	err = publicError(err)
+	if begun && c.cfg.observer != nil {
+		if err != nil {
+			c.observe(ctx, "lock", m.name, start, l.l.Results(), commit, 0, time.Time{}, err)
+		} else {
+			c.observe(ctx, "lock", m.name, start, l.l.Results(), commit, l.Token(), l.Until(), nil)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Do takes the write hold (Lock), runs fn while holding it, extending it
+// every TTL/3, and releases it when fn returns, as Client.Do does.
+func (m *RWMutex) Do(ctx context.Context, fn func(ctx context.Context, l *RWLock) error, opts ...LockOption) error {
+	return m.do(ctx, false, fn, opts)
+}
+
+// DoRead takes a read hold (RLock) and runs fn as Do does.
+func (m *RWMutex) DoRead(ctx context.Context, fn func(ctx context.Context, l *RWLock) error, opts ...LockOption) error {
+	return m.do(ctx, true, fn, opts)
+}
+
+func (m *RWMutex) do(ctx context.Context, reader bool, fn func(ctx context.Context, l *RWLock) error, opts []LockOption) error {
+	if fn == nil {
+		return ErrNilFunc
+	}
+	take := m.Lock
+	if reader {
+		take = m.RLock
+	}
+	l, err := take(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	return hold(ctx, l.lease(), l.Extend, l.Unlock, func(ctx context.Context) error { return fn(l.Context(ctx), l) })
+}
+
+// held is what a context that carries a hold of this lock from this client
+// makes of a new one: with Reentrant, a new handle on that hold when it is
+// of the kind asked (a reader's reentry does not queue again behind a
+// waiting writer, which would wait for it); ErrUpgrade for a write hold
+// under a read hold, ErrReadUnderWrite for a read hold under a write hold,
+// and without Reentrant ErrHeldByContext, as each would wait for itself.
+// It returns nil, nil if ctx carries no live hold of this lock.
+func (m *RWMutex) held(ctx context.Context, reader, reentrant bool) (*RWLock, error) {
+	for h := rwHeldIn(ctx); h != nil; h = h.next {
+		l := h.lock.root()
+		if l.c != m.c || l.Name() != m.name {
+			continue
+		}
+		live := !l.l.Released() && !isClosed(l.Done())
+		switch {
+		case reentrant && reader == l.Reading():
+			if why := l.holds.add(&l.l); why != nil {
+				return nil, &QuorumError{Op: "lock", Name: m.name, Kind: why}
+			}
+			r := &RWLock{c: l.c, outer: l}
+			return r, nil
+		case !live:
+		case !reader && l.Reading():
+			return nil, fmt.Errorf("%w: %q is held for reading through this context", ErrUpgrade, m.name)
+		case reader && !l.Reading():
+			return nil, fmt.Errorf("%w: %q is held for writing through this context", ErrReadUnderWrite, m.name)
+		default:
+			return nil, fmt.Errorf("%w: %q", ErrHeldByContext, m.name)
+		}
+	}
+	return nil, nil
+}
