@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/fence"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/redis/go-redis/v9"
 )
@@ -416,5 +417,44 @@ func TestRWReadReentryDoesNotQueueBehindAWriter(t *testing.T) {
 	_ = r.Unlock(ctx)
 	if err := <-wdone; err != nil {
 		t.Errorf("the writer after the reader left: %v", err)
+	}
+}
+
+// A paused writer's delayed write lands after a later reader read: the
+// fence's read mark refuses it (ReadFence). Without the read mark (the
+// read not fenced, so only the write mark is kept) the stale write is
+// admitted.
+func TestRWFenceRefusesAWriteDelayedPastAReader(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithTTL(300*time.Millisecond))
+	ctx := context.Background()
+	m := rwMutex(t, c, "stale")
+	w, err := m.TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-w.Done() // the writer is paused past its lease
+	r, err := m.RLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Unlock(ctx)
+	if r.Token() <= w.Token() {
+		t.Fatalf("the later reader's token %d is not above the writer's %d", r.Token(), w.Token())
+	}
+	for _, readMark := range []bool{true, false} {
+		f := &fence.Memory{}
+		if readMark {
+			if err := f.AdmitRead(ctx, "doc", r.Token(), "reader"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := f.Admit(ctx, "doc", w.Token(), "writer")
+		switch {
+		case readMark && !errors.Is(err, fence.ErrStale):
+			t.Errorf("the delayed write after a fenced read: %v, want ErrStale", err)
+		case !readMark && err != nil:
+			t.Errorf("without the read mark the stale write is admitted (the trap), got %v", err)
+		}
 	}
 }

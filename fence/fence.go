@@ -31,6 +31,28 @@ type Fence interface {
 	Admit(ctx context.Context, resource string, token uint64, holder string) error
 }
 
+// ReadFence is a Fence that also admits the reads of a read-write lock's
+// readers (redlock.RWMutex), with a second mark per resource: the highest
+// read token admitted. A write (Admit) is admitted only if its token is at
+// least both marks, a read (AdmitRead) only if its token is at least the
+// write mark, and a read raises the read mark. Equality passes only for
+// the mark's own holder (a writer reading its own data, or a downgraded
+// writer), as Admit's does.
+//
+// Without the read mark a stale write gets through: a writer (token 6) is
+// paused, its lease ends, a reader (token 7) reads, and then the writer's
+// delayed write lands over the data the reader saw. With it the write is
+// refused (6 is below the read mark 7). Readers' tokens are in no order
+// among themselves, so a read below the read mark is still admitted: it
+// does not conflict with another read. Reads that need no guarantee skip
+// the fence.
+type ReadFence interface {
+	Fence
+	// AdmitRead records that a read carrying token, from holder, is being
+	// made of resource.
+	AdmitRead(ctx context.Context, resource string, token uint64, holder string) error
+}
+
 // Errors. Admit returns *StaleTokenError and *ReusedTokenError values that
 // match these with errors.Is.
 var (

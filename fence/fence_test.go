@@ -99,7 +99,16 @@ func TestRedisFencedWrites(t *testing.T) {
 type httpFence struct{ url string }
 
 func (h httpFence) Admit(ctx context.Context, resource string, token uint64, holder string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url+"?resource="+url.QueryEscape(resource), nil)
+	return h.send(ctx, http.MethodPost, resource, token, holder)
+}
+
+// AdmitRead sends a GET: the middleware admits it as a read.
+func (h httpFence) AdmitRead(ctx context.Context, resource string, token uint64, holder string) error {
+	return h.send(ctx, http.MethodGet, resource, token, holder)
+}
+
+func (h httpFence) send(ctx context.Context, method, resource string, token uint64, holder string) error {
+	req, err := http.NewRequestWithContext(ctx, method, h.url+"?resource="+url.QueryEscape(resource), nil)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,13 @@ const (
 //
 //	{"code":"stale","error":"stale fencing token","resource":"orders/42","token":7,"highest":9}
 //
-// If f is a *Memory, next runs inside Memory.Do, so admission and handler
+// If f is a ReadFence (Memory, Redis), a GET or HEAD is admitted as a read
+// (AdmitRead: a reader's fenced read under a read-write lock, which raises
+// the read mark and needs only the write mark), and every other method as
+// a write (Admit). With any other fence every request is admitted as a
+// write.
+//
+// If f is a *Memory, next runs inside Memory.Do (or DoRead), so admission and handler
 // are one atomic step for that resource within this process. With any
 // other fence, admission comes first and the handler after: fence the write
 // itself too (Redis.Set, a transaction) if requests can overtake each other.
@@ -37,10 +43,22 @@ func Middleware(f Fence, resource func(*http.Request) string, next http.Handler)
 		res := resource(r)
 		holder := r.Header.Get(HolderHeader)
 		serve := func() error { next.ServeHTTP(w, r); return nil }
-		if m, ok := f.(*Memory); ok {
+		rf, reads := f.(ReadFence)
+		reads = reads && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+		m, inProcess := f.(*Memory)
+		switch {
+		case inProcess && reads:
+			err = m.DoRead(r.Context(), res, token, holder, serve)
+		case inProcess:
 			err = m.Do(r.Context(), res, token, holder, serve)
-		} else if err = f.Admit(r.Context(), res, token, holder); err == nil {
-			err = serve()
+		case reads:
+			if err = rf.AdmitRead(r.Context(), res, token, holder); err == nil {
+				err = serve()
+			}
+		default:
+			if err = f.Admit(r.Context(), res, token, holder); err == nil {
+				err = serve()
+			}
 		}
 		var stale *StaleTokenError
 		var reused *ReusedTokenError

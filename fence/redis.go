@@ -20,11 +20,15 @@ import (
 //	KEYS[1] the resource's fence (a hash: highest, holder)
 //	KEYS[2] the data key, or the fence again when there is no operation
 //	ARGV[1] token, ARGV[2] holder ('' if unknown)
-//	ARGV[3] operation: '' (admit only), 'set', 'hset' or 'get'
+//	ARGV[3] operation: '' (admit only), 'set', 'hset' or 'get'; or, as a
+//	        read-write lock's reader (ReadFence), 'read' (admit only) or 'rget'
 //	ARGV[4..] its arguments: set: value, PX ms ('0' for none); hset: field, value, ...
 //
+// A write is checked against both marks (highest, and rhighest, the
+// readers'), a read against the write mark only; each raises its own.
 // Returns {status, highest, found, value}: status 1 admitted, 0 stale,
-// -1 reused (value is then the stored holder).
+// -1 reused (value is then the stored holder); highest is the mark that
+// refused it.
 //
 // Tokens are compared as decimal strings, digit by digit, never as Lua
 // numbers: those are doubles, which take 2^53 and 2^53+1 for one number.
@@ -42,18 +46,26 @@ local function less(a, b)
   end
   return false
 end
-local h = redis.call('HMGET', KEYS[1], 'highest', 'holder')
-local highest = h[1] or '0'
-local stored = h[2] or ''
-local t = ARGV[1]
-if h[1] and not string.match(highest, '^[1-9]%d*$') then
-  return redis.error_reply('fence: the mark at ' .. KEYS[1] .. ' is not a token: ' .. string.sub(highest, 1, 40))
+local h = redis.call('HMGET', KEYS[1], 'highest', 'holder', 'rhighest', 'rholder')
+local t, op = ARGV[1], ARGV[3]
+local reading = op == 'read' or op == 'rget'
+-- check returns the refusal of t by a mark (highest, its holder), if any.
+local function check(highest, stored)
+  if highest and not string.match(highest, '^[1-9]%d*$') then
+    return redis.error_reply('fence: the mark at ' .. KEYS[1] .. ' is not a token: ' .. string.sub(highest, 1, 40))
+  end
+  highest, stored = highest or '0', stored or ''
+  if less(t, highest) then return {0, highest, 0, ''} end
+  if t == highest and ARGV[2] ~= '' and stored ~= '' and stored ~= ARGV[2] then
+    return {-1, highest, 1, stored}
+  end
 end
-if less(t, highest) then return {0, highest, 0, ''} end
-if t == highest and ARGV[2] ~= '' and stored ~= '' and stored ~= ARGV[2] then
-  return {-1, highest, 1, stored}
+if reading and h[3] and not string.match(h[3], '^[1-9]%d*$') then
+  return redis.error_reply('fence: the read mark at ' .. KEYS[1] .. ' is not a token: ' .. string.sub(h[3], 1, 40))
 end
-local op, r = ARGV[3], nil
+local refusal = check(h[1], h[2]) or (not reading and check(h[3], h[4]))
+if refusal then return refusal end
+local r = nil
 if op == 'set' then
   if ARGV[5] ~= '0' then
     r = redis.pcall('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
@@ -68,14 +80,20 @@ elseif op == 'hset' then
     r = redis.pcall('HSET', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
     if type(r) == 'table' and r.err then break end
   end
-elseif op == 'get' then
+elseif op == 'get' or op == 'rget' then
   r = redis.pcall('GET', KEYS[2])
 end
 if type(r) == 'table' and r.err then return r end
-if t ~= highest or stored == '' then
-  redis.call('HSET', KEYS[1], 'highest', t, 'holder', ARGV[2])
+-- A write raises the write mark, a read the read mark: to its token when
+-- that is higher, or to fill in a holder it did not know.
+local raised, hk, sk = h[1], 'highest', 'holder'
+local known = h[2]
+if reading then raised, hk, sk, known = h[3], 'rhighest', 'rholder', h[4] end
+raised = raised or '0'
+if less(raised, t) or (t == raised and (known or '') == '') then
+  redis.call('HSET', KEYS[1], hk, t, sk, ARGV[2])
 end
-if op == 'get' and r then return {1, t, 1, r} end
+if (op == 'get' or op == 'rget') and r then return {1, t, 1, r} end
 return {1, t, 0, ''}
 `
 
@@ -103,7 +121,7 @@ type Redis struct {
 	prefix string
 }
 
-var _ Fence = (*Redis)(nil)
+var _ ReadFence = (*Redis)(nil)
 
 // NewRedis returns a fence stored in client under prefix ("fence" if empty).
 func NewRedis(client redis.UniversalClient, prefix string) *Redis {
@@ -170,6 +188,23 @@ func (r *Redis) Get(ctx context.Context, resource string, token uint64, holder, 
 	return v, err
 }
 
+// AdmitRead implements ReadFence.
+func (r *Redis) AdmitRead(ctx context.Context, resource string, token uint64, holder string) error {
+	_, _, err := r.run(ctx, resource, token, holder, r.key(resource), "read")
+	return err
+}
+
+// GetRead admits a read's token (ReadFence) and reads key, atomically: a
+// fenced read under a read-write lock's read hold. It returns redis.Nil if
+// key does not exist.
+func (r *Redis) GetRead(ctx context.Context, resource string, token uint64, holder, key string) (string, error) {
+	v, found, err := r.run(ctx, resource, token, holder, key, "rget")
+	if err == nil && !found {
+		err = redis.Nil
+	}
+	return v, err
+}
+
 // Highest returns the highest token admitted for resource (0 if none).
 func (r *Redis) Highest(ctx context.Context, resource string) (uint64, error) {
 	s, err := r.client.HGet(ctx, r.key(resource), "highest").Result()
@@ -191,7 +226,7 @@ func (r *Redis) run(ctx context.Context, resource string, token uint64, holder, 
 	if token > MaxRedisToken {
 		return "", false, fmt.Errorf("%w: %d is above 2^53-1", ErrTokenRange, token)
 	}
-	if op != "" && r.isFenceKey(key) {
+	if op != "" && op != "read" && r.isFenceKey(key) {
 		return "", false, fmt.Errorf("%w: %q", ErrFenceKey, key)
 	}
 	argv := append([]any{strconv.FormatUint(token, 10), holder, op}, args...)

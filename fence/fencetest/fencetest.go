@@ -14,7 +14,8 @@ import (
 	"github.com/quorumlock/redlock/fence"
 )
 
-// Run runs the suite. newFence returns an empty fence for each subtest.
+// Run runs the suite. newFence returns an empty fence for each subtest. A
+// fence.ReadFence also runs the read mark's subtests.
 func Run(t *testing.T, newFence func(t *testing.T) fence.Fence) {
 	ctx := context.Background()
 
@@ -113,6 +114,10 @@ func Run(t *testing.T, newFence func(t *testing.T) fence.Fence) {
 		}
 	})
 
+	if _, ok := newFence(t).(fence.ReadFence); ok {
+		runRead(t, func(t *testing.T) fence.ReadFence { return newFence(t).(fence.ReadFence) })
+	}
+
 	t.Run("concurrent admits", func(t *testing.T) {
 		f := newFence(t)
 		const workers, perWorker = 8, 50
@@ -157,6 +162,73 @@ func Run(t *testing.T, newFence func(t *testing.T) fence.Fence) {
 			t.Fatalf("after the storm, %d: %v, want ErrStale (highest must be %d)", top-1, err, top)
 		}
 		mustAdmit(t, f, "hot", top, fmt.Sprint("h", top))
+	})
+}
+
+// runRead is the suite of a ReadFence's read mark (Run runs it when the
+// fence is one).
+func runRead(t *testing.T, newFence func(t *testing.T) fence.ReadFence) {
+	ctx := context.Background()
+	read := func(t *testing.T, f fence.ReadFence, res string, token uint64, holder string) {
+		t.Helper()
+		if err := f.AdmitRead(ctx, res, token, holder); err != nil {
+			t.Fatalf("AdmitRead(%q, %d, %q): %v", res, token, holder, err)
+		}
+	}
+
+	// The history the read mark exists for: a paused writer's delayed write
+	// lands after a later reader read.
+	t.Run("read mark refuses a delayed write", func(t *testing.T) {
+		f := newFence(t)
+		mustAdmit(t, f, "r", 6, "w")
+		read(t, f, "r", 7, "reader")
+		err := f.Admit(ctx, "r", 6, "w")
+		var stale *fence.StaleTokenError
+		if !errors.As(err, &stale) || stale.Highest != 7 {
+			t.Fatalf("the writer's delayed write (6) after a read (7): %v, want stale against 7", err)
+		}
+		mustAdmit(t, f, "r", 8, "w2")
+	})
+
+	t.Run("reads in any order, writes after every read", func(t *testing.T) {
+		f := newFence(t)
+		mustAdmit(t, f, "r", 5, "w")
+		read(t, f, "r", 9, "a")
+		read(t, f, "r", 7, "b") // readers do not conflict: below the read mark is fine
+		if err := f.AdmitRead(ctx, "r", 4, "c"); !errors.Is(err, fence.ErrStale) {
+			t.Fatalf("a read (4) below the write mark (5): %v, want ErrStale", err)
+		}
+		if err := f.Admit(ctx, "r", 8, "w2"); !errors.Is(err, fence.ErrStale) {
+			t.Fatalf("a write (8) below the read mark (9): %v, want ErrStale", err)
+		}
+		if err := f.Admit(ctx, "r", 9, "w2"); !errors.Is(err, fence.ErrTokenReused) {
+			t.Fatalf("a write with the read mark's token from another holder: %v, want ErrTokenReused", err)
+		}
+		mustAdmit(t, f, "r", 10, "w3")
+		if err := f.AdmitRead(ctx, "r", 9, "a"); !errors.Is(err, fence.ErrStale) {
+			t.Fatalf("a read (9) after a write (10): %v, want ErrStale", err)
+		}
+	})
+
+	t.Run("a writer reads its own data", func(t *testing.T) {
+		f := newFence(t)
+		mustAdmit(t, f, "r", 6, "w")
+		read(t, f, "r", 6, "w")
+		mustAdmit(t, f, "r", 6, "w")
+		if err := f.AdmitRead(ctx, "r", 6, "other"); !errors.Is(err, fence.ErrTokenReused) {
+			t.Fatalf("a read with the write mark's token from another holder: %v, want ErrTokenReused", err)
+		}
+	})
+
+	t.Run("read bad input", func(t *testing.T) {
+		f := newFence(t)
+		if err := f.AdmitRead(ctx, "r", 0, "a"); !errors.Is(err, fence.ErrZeroToken) {
+			t.Errorf("zero token: %v, want ErrZeroToken", err)
+		}
+		if err := f.AdmitRead(ctx, "", 1, "a"); !errors.Is(err, fence.ErrEmptyResource) {
+			t.Errorf("empty resource: %v, want ErrEmptyResource", err)
+		}
+		mustAdmit(t, f, "r", 1, "a")
 	})
 }
 
