@@ -79,14 +79,15 @@ test-oldest-go: deps
 ## ci: what .ci/run runs, in order.
 ci: lint test test-valkey test-fips test-oldest-go
 
-## demo: every chaos scenario, with and without fencing, a few seconds each; prints the
-## table and writes chaos-report.html.
+## demo: every chaos scenario, with and without fencing, a few seconds each, then the lock
+## family's workloads (read-write lock, semaphore, multi-lock) under kills and pauses, a paused
+## client, clock jumps and empty restarts; prints the table and writes chaos-report.html.
 demo: deps
-	$(GO) run ./cmd/redlock-chaos chaos -duration 4s -report chaos-report.html
+	$(GO) run ./cmd/redlock-chaos chaos -duration 4s -family all -report chaos-report.html
 
 ## chaos: the long version, 30 s per scenario and mode.
 chaos: deps
-	$(GO) run ./cmd/redlock-chaos chaos -duration 30s -report chaos-report.html
+	$(GO) run ./cmd/redlock-chaos chaos -duration 30s -family all -report chaos-report.html
 
 ## lint: go vet and staticcheck.
 lint:

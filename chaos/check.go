@@ -20,6 +20,8 @@ const (
 	CheckLostWrites = "lost-writes" // acknowledged writes missing from the final value
 	CheckOverlap    = "overlap"     // two holders' critical sections overlapped
 	CheckLease      = "lease"       // two holders' leases overlapped: mutual exclusion broken
+	CheckStaleRead  = "stale-read"  // a fenced reader's read accepted after a newer writer's write
+	CheckPermits    = "permits"     // more than K permits' leases at once
 
 	// CheckStaleRefused names the evidence of the fence at work, not a
 	// violation: an operation the store refused, and the token it held.
@@ -36,6 +38,8 @@ type Findings struct {
 	Duplicates    int
 	TokenOrder    int
 	LostWrites    int
+	StaleReads    int         // the lock family's: fenced reads accepted after a newer write (CheckStaleRead)
+	OverPermits   int         // the lock family's: moments more than K permits' leases overlapped
 	Violations    []Violation // evidence, a few per check
 	// Refusals shows what the fence refused (CheckStaleRefused), a few of
 	// them: what StaleRejected counts, and no violation.
@@ -47,17 +51,7 @@ const evidencePerCheck = 5
 // Check runs every checker over h.
 func Check(h *History) Findings {
 	var f Findings
-	add := func(check, format string, args ...any) {
-		n := 0
-		for _, v := range f.Violations {
-			if v.Check == check {
-				n++
-			}
-		}
-		if n < evidencePerCheck {
-			f.Violations = append(f.Violations, Violation{check, fmt.Sprintf(format, args...)})
-		}
-	}
+	add := f.addViolation
 	for _, x := range h.Holds {
 		for _, op := range []*Op{x.Read, x.Write} {
 			if op != nil && !op.Accepted && op.Err != "" {
@@ -77,6 +71,19 @@ func Check(h *History) Findings {
 		}
 	}
 	return f
+}
+
+// addViolation records a violation of check, up to evidencePerCheck each.
+func (f *Findings) addViolation(check, format string, args ...any) {
+	n := 0
+	for _, v := range f.Violations {
+		if v.Check == check {
+			n++
+		}
+	}
+	if n < evidencePerCheck {
+		f.Violations = append(f.Violations, Violation{check, fmt.Sprintf(format, args...)})
+	}
 }
 
 // rank orders holders: by token when fenced, by grant time otherwise.
@@ -147,14 +154,27 @@ func checkTokens(h *History, add func(string, string, ...any)) (dups, order int)
 	slices.SortFunc(byInvoke, func(a, b *Hold) int { return cmpDur(a.Invoke, b.Invoke) })
 	byGrant := slices.Clone(byInvoke)
 	slices.SortFunc(byGrant, func(a, b *Hold) int { return cmpDur(a.Grant, b.Grant) })
-	var top *Hold
+	// A read-write lock's readers are ordered only after writers: top is
+	// the largest token granted so far, topWriter the largest writer's.
+	var top, topWriter *Hold
 	j := 0
 	for _, b := range byInvoke {
 		for j < len(byGrant) && byGrant[j].Grant < b.Invoke {
-			if top == nil || byGrant[j].Token > top.Token {
-				top = byGrant[j]
+			if g := byGrant[j]; top == nil || g.Token > top.Token {
+				top = g
+			}
+			if g := byGrant[j]; !g.Reader && (topWriter == nil || g.Token > topWriter.Token) {
+				topWriter = g
 			}
 			j++
+		}
+		if b.Reader {
+			if w := topWriter; w != nil && b.Token <= w.Token {
+				order++
+				add(CheckRealTime, "reader (worker %d) invoked at %v and got token %d, but writer (worker %d) had already got %d at %v",
+					b.Worker, b.Invoke, b.Token, w.Worker, w.Token, w.Grant)
+			}
+			continue
 		}
 		if top != nil && b.Token <= top.Token && b != top {
 			order++
@@ -222,6 +242,9 @@ func intersections(h *History, end func(*Hold) time.Duration, report func(a, b *
 		for _, b := range xs[i+1:] {
 			if b.Grant >= end(a) {
 				break
+			}
+			if a.Reader && b.Reader {
+				continue // a read-write lock's readers share it
 			}
 			n++
 			report(a, b)

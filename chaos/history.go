@@ -19,6 +19,14 @@ type History struct {
 	TTL      time.Duration
 	Length   time.Duration // how long the workload ran
 
+	// Primitive is what the workers took: "" for the mutex, or one of the
+	// lock family's (family.go). Permits is a semaphore's K.
+	Primitive string
+	Permits   int
+	// Finals is each resource's counter at the end, for the lock family,
+	// whose holds name their Resource.
+	Finals map[string]int64
+
 	Holds    []Hold     // every successful acquisition
 	Faults   []Fault    // every injected fault
 	Failures []Failure  // acquisitions that failed
@@ -42,6 +50,11 @@ type Hold struct {
 	Read   *Op
 	Write  *Op
 	Unlock string // Unlock's error, if any
+	// The lock family's (family.go): the resource this hold guards (a
+	// semaphore's slot, a multi-lock's member: a multi-lock records one
+	// hold per member), and whether it is a read-write lock's reader.
+	Resource string
+	Reader   bool
 }
 
 // Op is one operation on the protected store.

@@ -20,8 +20,8 @@ var tableHeader = []string{"scenario", "fencing", "operations", "overlaps", "lea
 // acquisitions that succeeded: the critical sections the workers ran.
 func tableRow(r *Result) []string {
 	f := r.Findings
-	return []string{r.Config.Scenario.Name, fencingMode(r.Config.Fenced), fmt.Sprint(len(r.History.Holds)),
-		fmt.Sprint(f.Overlaps), fmt.Sprint(f.LeaseOverlaps), fmt.Sprint(f.StaleRejected), fmt.Sprint(f.StaleAccepted),
+	return []string{r.Name(), fencingMode(r.Config.Fenced), fmt.Sprint(len(r.History.Holds)),
+		fmt.Sprint(f.Overlaps), fmt.Sprint(f.LeaseOverlaps), fmt.Sprint(f.StaleRejected), fmt.Sprint(f.StaleAccepted + f.StaleReads),
 		fmt.Sprint(f.Duplicates), fmt.Sprint(f.LostWrites), modelSummary(r.Models), r.Verdict.Text}
 }
 
@@ -67,7 +67,7 @@ func modelSummary(ms []ModelCheck) string {
 // fence refused, the tokens, and porcupine's verdict on each model.
 func WriteEvidence(w io.Writer, results []*Result) {
 	for _, r := range results {
-		fmt.Fprintf(w, "\n%s, fencing %s:\n", r.Config.Scenario.Name, fencingMode(r.Config.Fenced))
+		fmt.Fprintf(w, "\n%s, fencing %s:\n", r.Name(), fencingMode(r.Config.Fenced))
 		for _, line := range evidence(r) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
@@ -108,7 +108,7 @@ func WriteHTML(w io.Writer, results []*Result) error {
 	var rows [][]string
 	for _, r := range results {
 		runs = append(runs, run{
-			Title:    fmt.Sprintf("%s, fencing %s: %s", r.Config.Scenario.Name, fencingMode(r.Config.Fenced), r.Config.Scenario.Fault),
+			Title:    fmt.Sprintf("%s, fencing %s: %s", r.Name(), fencingMode(r.Config.Fenced), r.Config.Scenario.Fault),
 			Verdict:  r.Verdict.Text,
 			OK:       r.Verdict.OK,
 			Evidence: evidence(r),

@@ -30,6 +30,9 @@ type Config struct {
 	// checkers: a test passes a broken token scheme and shows that they
 	// catch it. Unset, the workers call the client's own Lock.
 	Locker func(*redlock.Client) Locker
+	// Primitive is what the workers take: Mutex (the default), or one of
+	// the lock family's (family.go).
+	Primitive string
 }
 
 // Locker is what a worker acquires the lock through: a *redlock.Client,
@@ -79,6 +82,15 @@ type Result struct {
 	Verdict  Verdict
 }
 
+// Name is the run's scenario, and for the lock family the primitive
+// before it: "semaphore/client-pause".
+func (r *Result) Name() string {
+	if r.Config.Primitive == Mutex {
+		return r.Config.Scenario.Name
+	}
+	return r.Config.Primitive + "/" + r.Config.Scenario.Name
+}
+
 // Run runs one scenario: it starts fresh nodes and a store, runs the
 // workers for the configured time while the scenario injects its faults,
 // and checks the history.
@@ -109,7 +121,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 
-	h := &History{Scenario: cfg.Scenario.Name, Fenced: cfg.Fenced, TTL: cfg.TTL}
+	h := &History{Scenario: cfg.Scenario.Name, Fenced: cfg.Fenced, TTL: cfg.TTL, Primitive: cfg.Primitive}
+	if cfg.Primitive == Semaphore {
+		h.Permits = FamilyPermits
+	}
 	w := &workload{cfg: cfg, h: h, start: time.Now(), store: store,
 		fence: fence.NewRedis(store, "fence"), pauses: make(chan time.Duration)}
 	env := &Env{Nodes: nodes, TTL: cfg.TTL, h: h, w: w, admin: admin, fenced: cfg.Fenced}
@@ -130,6 +145,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		wg.Go(func() {
 			defer closeLC()
+			if cfg.Primitive != Mutex {
+				w.runFamily(runCtx, i, lc)
+				return
+			}
 			w.run(runCtx, i, lk)
 		})
 	}
@@ -142,6 +161,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	env.healAll(context.Background())
 
+	if cfg.Primitive != Mutex {
+		if h.Finals, err = w.finals(context.Background()); err != nil {
+			return nil, fmt.Errorf("read final values: %w", err)
+		}
+		f := CheckFamily(h)
+		return &Result{Config: cfg, History: h, Findings: f,
+			Verdict: judge(cfg.Scenario, cfg.Fenced, h, f, nil)}, nil
+	}
 	final, err := store.Get(context.Background(), w.dataKey()).Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read final value: %w", err)

@@ -42,6 +42,10 @@ func judge(s Scenario, fenced bool, h *History, f Findings, models []ModelCheck)
 		return Verdict{false, "BUG: token order"}
 	case fenced && (f.StaleAccepted > 0 || f.LostWrites > 0):
 		return Verdict{false, "BUG: stale write accepted"}
+	case fenced && f.StaleReads > 0:
+		return Verdict{false, "BUG: stale read accepted"}
+	case s.Unfenced == Holds && f.OverPermits > 0:
+		return Verdict{false, "BUG: more holders than permits"}
 	case illegal(models) != "":
 		return Verdict{false, "BUG: porcupine: " + illegal(models) + " not linearizable, which the hand-written checkers missed"}
 	case undecided(models) != "":

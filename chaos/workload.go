@@ -87,15 +87,24 @@ func (w *workload) run(ctx context.Context, id int, lk Locker) {
 }
 
 func (w *workload) read(token uint64, holder string) *Op {
+	return w.readAt(w.resource(), w.dataKey(), token, holder, false)
+}
+
+// readAt reads key, fenced as resource's with token when fencing is on: as
+// a read-write lock's reader's read (the read mark) if reader.
+func (w *workload) readAt(resource, key string, token uint64, holder string, reader bool) *Op {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	op := &Op{Start: w.now()}
 	var s string
 	var err error
-	if w.cfg.Fenced {
-		s, err = w.fence.Get(ctx, w.resource(), token, holder, w.dataKey())
-	} else {
-		s, err = w.store.Get(ctx, w.dataKey()).Result()
+	switch {
+	case w.cfg.Fenced && reader:
+		s, err = w.fence.GetRead(ctx, resource, token, holder, key)
+	case w.cfg.Fenced:
+		s, err = w.fence.Get(ctx, resource, token, holder, key)
+	default:
+		s, err = w.store.Get(ctx, key).Result()
 	}
 	op.End = w.now()
 	if errors.Is(err, redis.Nil) {
@@ -107,14 +116,19 @@ func (w *workload) read(token uint64, holder string) *Op {
 }
 
 func (w *workload) write(token uint64, holder string, v int64) *Op {
+	return w.writeAt(w.resource(), w.dataKey(), token, holder, v)
+}
+
+// writeAt sets key to v, fenced as resource's with token when fencing is on.
+func (w *workload) writeAt(resource, key string, token uint64, holder string, v int64) *Op {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	op := &Op{Start: w.now(), Value: v}
 	var err error
 	if w.cfg.Fenced {
-		err = w.fence.Set(ctx, w.resource(), token, holder, w.dataKey(), strconv.FormatInt(v, 10), 0)
+		err = w.fence.Set(ctx, resource, token, holder, key, strconv.FormatInt(v, 10), 0)
 	} else {
-		err = w.store.Set(ctx, w.dataKey(), v, 0).Err()
+		err = w.store.Set(ctx, key, v, 0).Err()
 	}
 	op.End = w.now()
 	w.settle(op, err)

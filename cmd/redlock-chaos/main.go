@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -101,6 +102,9 @@ func runChaos(ctx context.Context, args []string, out io.Writer) error {
 	image := fs.String("image", "", "docker backend: image to run (default: built from the host's redis-server)")
 	report := fs.String("report", "chaos-report.html", "where to write the HTML report (empty: none)")
 	asJSON := fs.Bool("json", false, "print the verdicts and findings as JSON instead of tables")
+	family := fs.String("family", "", "also run the lock family's workloads ("+strings.Join(chaos.Primitives, ",")+
+		", or all) under -family-scenarios")
+	familyScenarios := fs.String("family-scenarios", strings.Join(chaos.FamilyScenarios, ","), "the scenarios the -family workloads run")
 	if err := fs.Parse(args); err != nil {
 		return usageError(err)
 	}
@@ -137,16 +141,41 @@ func runChaos(ctx context.Context, args []string, out io.Writer) error {
 		return usageErr{fmt.Errorf("unknown backend %q", *backend)}
 	}
 
-	var results []*chaos.Result
+	type job struct {
+		primitive string
+		scenario  chaos.Scenario
+	}
+	var jobs []job
 	for _, s := range scenarios {
+		jobs = append(jobs, job{chaos.Mutex, s})
+	}
+	primitives, err := familyPrimitives(*family)
+	if err != nil {
+		return usageErr{err}
+	}
+	for _, p := range primitives {
+		for _, n := range strings.Split(*familyScenarios, ",") {
+			s, ok := chaos.Lookup(strings.TrimSpace(n))
+			if !ok {
+				return usageErr{fmt.Errorf("no scenario %q (have %s)", n, scenarioNames())}
+			}
+			jobs = append(jobs, job{p, s})
+		}
+	}
+	var results []*chaos.Result
+	for _, j := range jobs {
+		name := j.scenario.Name
+		if j.primitive != chaos.Mutex {
+			name = j.primitive + "/" + name
+		}
 		for _, fenced := range modes {
 			if !*asJSON {
-				fmt.Fprintf(out, "running %-16s fencing %-3s (%v)...\n", s.Name, onOff(fenced), *duration)
+				fmt.Fprintf(out, "running %-26s fencing %-3s (%v)...\n", name, onOff(fenced), *duration)
 			}
-			r, err := chaos.Run(ctx, chaos.Config{Scenario: s, Fenced: fenced, Duration: *duration,
-				TTL: *ttl, Workers: *workers, Backend: be})
+			r, err := chaos.Run(ctx, chaos.Config{Scenario: j.scenario, Fenced: fenced, Duration: *duration,
+				TTL: *ttl, Workers: *workers, Backend: be, Primitive: j.primitive})
 			if err != nil {
-				return fmt.Errorf("%s: %w", s.Name, err)
+				return fmt.Errorf("%s: %w", name, err)
 			}
 			results = append(results, r)
 			if ctx.Err() != nil {
@@ -255,6 +284,25 @@ func guardedDir() (dir string, cleanup func(), err error) {
 	}, nil
 }
 
+// familyPrimitives reads -family: empty for none, all, or a list.
+func familyPrimitives(flag string) ([]string, error) {
+	switch flag {
+	case "":
+		return nil, nil
+	case "all":
+		return chaos.Primitives, nil
+	}
+	var out []string
+	for _, p := range strings.Split(flag, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(chaos.Primitives, p) {
+			return nil, fmt.Errorf("no lock family workload %q (have %s)", p, strings.Join(chaos.Primitives, ","))
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 func scenarioNames() string {
 	names := make([]string, len(chaos.Scenarios))
 	for i, s := range chaos.Scenarios {
@@ -289,12 +337,13 @@ func writeChaosJSON(out io.Writer, results []*chaos.Result, report string) error
 	for _, r := range results {
 		f := r.Findings
 		runs = append(runs, chaosRunJSON{
-			Scenario: r.Config.Scenario.Name, Fencing: r.Config.Fenced, OK: r.Verdict.OK, Verdict: r.Verdict.Text,
+			Scenario: r.Name(), Fencing: r.Config.Fenced, OK: r.Verdict.OK, Verdict: r.Verdict.Text,
 			Holds: len(r.History.Holds), Faults: len(r.History.Faults), Acked: r.History.Acked,
 			Findings: map[string]int{
 				"overlaps": f.Overlaps, "lease_overlaps": f.LeaseOverlaps, "overruns": f.Overruns,
 				"stale_rejected": f.StaleRejected, "stale_accepted": f.StaleAccepted, "duplicate_tokens": f.Duplicates,
-				"token_order": f.TokenOrder, "lost_writes": f.LostWrites,
+				"token_order": f.TokenOrder, "lost_writes": f.LostWrites, "stale_reads": f.StaleReads,
+				"over_permits": f.OverPermits,
 			},
 			Violations: f.Violations,
 			Porcupine:  r.Models,

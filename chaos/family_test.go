@@ -1,0 +1,45 @@
+package chaos_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/chaos"
+)
+
+// The lock family's workloads under a paused client, with and without
+// fencing: the paused holder overlaps the next one, and with fencing the
+// store refuses its stale operations; the checkers find no stale write or
+// read accepted, no token out of order, and never more permits than K.
+// Under an empty restart nothing overlaps.
+func TestFamilyWorkloads(t *testing.T) {
+	var results []*chaos.Result
+	for _, p := range chaos.Primitives {
+		for _, name := range []string{"client-pause", "restart-empty"} {
+			s, _ := chaos.Lookup(name)
+			for _, fenced := range []bool{false, true} {
+				r, err := chaos.Run(context.Background(), chaos.Config{Scenario: s, Fenced: fenced,
+					Duration: 2500 * time.Millisecond, Primitive: p})
+				if err != nil {
+					t.Fatalf("%s/%s: %v", p, name, err)
+				}
+				results = append(results, r)
+				f := r.Findings
+				switch {
+				case !r.Verdict.OK:
+					t.Errorf("%s, fenced %v: %s", r.Name(), fenced, r.Verdict.Text)
+				case fenced && name == "client-pause" && f.StaleRejected == 0:
+					t.Errorf("%s, fenced: the paused holder's stale operation was not refused (nothing exercised)", r.Name())
+				case f.OverPermits > 0 || f.Duplicates > 0 || f.TokenOrder > 0:
+					t.Errorf("%s, fenced %v: %+v", r.Name(), fenced, f)
+				}
+			}
+		}
+	}
+	var out bytes.Buffer
+	chaos.WriteTable(&out, results)
+	chaos.WriteEvidence(&out, results)
+	t.Log("\n" + out.String())
+}
