@@ -31,8 +31,10 @@ import (
 //
 // fn's context carries the lock (Lock.Context): a TryLock, Lock or Do of
 // the same name through it with Reentrant reenters the lock instead of
-// waiting for it. A Do that reenters a lock another Do keeps alive starts
-// no watchdog of its own: its fn's context ends with the outer one's.
+// waiting for it. The Do calls on one lock (an outer one and the reentrant
+// ones in it, or siblings through one context) share one watchdog, which
+// runs while any of them does and cancels every one's fn when the lock is
+// lost; the outermost Do's release ends the lock for all of them.
 //
 // A nil fn is refused with ErrNilFunc before anything is sent.
 func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context, l *Lock) error, opts ...LockOption) error {
@@ -43,25 +45,27 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 	if err != nil {
 		return err
 	}
-	// A reentry of a lock a Do already keeps alive needs no second watchdog.
-	if l.watch() {
-		return hold(ctx, nil, l.Extend, l.Unlock, func(ctx context.Context) error { return fn(l.Context(ctx), l) })
-	}
-	defer l.unwatch()
-	return hold(ctx, l.lease(), l.Extend, l.Unlock, func(ctx context.Context) error { return fn(l.Context(ctx), l) })
+	root := l.root()
+	keep := root.holds.keepAlive(&root.l, func(ctx context.Context) error { return root.Extend(ctx) })
+	return hold(ctx, keep, l.Unlock, func(ctx context.Context) error { return fn(l.Context(ctx), l) })
 }
 
-// hold runs fn while it keeps lease l (Do, DoMulti): extend every TTL/3,
-// fn's context cancelled with ErrLockLost when the lease cannot be kept,
-// and unlock when fn returns or panics. A nil l is kept alive by another
-// hold already (a reentrant Do within a Do): fn's context is the outer's.
-func hold(ctx context.Context, l *lease.Lease, extend func(context.Context, ...LockOption) error,
+// keepLease is the keep-alive of a lease that only one Do can hold (a
+// multi-lock's, a permit's): its own watchdog, extending with extend.
+func keepLease(l *lease.Lease, extend func(context.Context, ...LockOption) error) func(context.Context, context.CancelCauseFunc) func() {
+	return func(fnCtx context.Context, cancel context.CancelCauseFunc) func() {
+		return l.KeepAlive(fnCtx, cancel, func(ctx context.Context) error { return extend(ctx) })
+	}
+}
+
+// hold runs fn while it keeps a lease (Do, DoMulti, ...): keep starts the
+// keep-alive (extend every TTL/3, fn's context cancelled with ErrLockLost
+// when the lease cannot be kept) and returns its stop; unlock runs when fn
+// returns or panics.
+func hold(ctx context.Context, keep func(context.Context, context.CancelCauseFunc) func(),
 	unlock func(context.Context) error, fn func(context.Context) error) error {
 	fnCtx, cancel := context.WithCancelCause(ctx)
-	stop := func() {}
-	if l != nil {
-		stop = l.KeepAlive(fnCtx, cancel, func(ctx context.Context) error { return extend(ctx) })
-	}
+	stop := keep(fnCtx, cancel)
 	returned := false
 	defer func() {
 		if !returned {

@@ -185,6 +185,13 @@ var (
 	// carries a write hold of the same lock, which it would wait for. Use
 	// the write hold, or Downgrade it.
 	ErrReadUnderWrite = errors.New("redlock: a read hold asked under this context's write hold")
+	// ErrSpansSlots: on Redis Cluster or Ring nodes, a multi-lock's
+	// members, or a semaphore's slots and size, would fall in different
+	// hash slots, which one script cannot reach there. Give the names a
+	// common hash tag (a multi-lock's "t}a" and "t}b"; a semaphore name
+	// with a '}', "jobs}"), or use standalone or Sentinel nodes. Refused
+	// before anything is sent.
+	ErrSpansSlots = errors.New("redlock: the keys span hash slots, which Cluster and Ring nodes cannot run in one script")
 	// ErrNoNames: a multi-lock was given no names.
 	ErrNoNames = errors.New("redlock: a multi-lock needs at least one name")
 	// ErrTooManyNames: a multi-lock was given more than MaxMultiNames names.

@@ -56,10 +56,10 @@ func (m *MultiLock) Token() uint64 { return m.l.Token() }
 //
 // A member name is the mutex of that name: while a Lock of "a" holds it, a
 // multi-lock over "a" and "b" is refused (ErrLocked), and the other way
-// round. With fencing the nodes must be standalone masters: the members'
-// keys span hash slots.
+// round. On Cluster or Ring nodes the members must share a hash tag ("t}a",
+// "t}b"), else ErrSpansSlots: one script cannot reach several slots there.
 func (c *Client) TryLockMulti(ctx context.Context, names []string, opts ...LockOption) (*MultiLock, error) {
-	set, err := multiNames(names)
+	set, err := c.multiNames(names)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (c *Client) tryLockMulti(ctx context.Context, set []string, ls term) (*Mult
 	m := &MultiLock{c: c, names: set}
 	name := lease.MultiName(set)
 	start, commit, begun, err := c.leases.Attempt(ctx, &m.l, lease.Request{Name: name,
-		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.Multi(set)})
+		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.Multi(set), Names: set})
 	err = publicError(err)
 	if begun && c.cfg.observer != nil {
 		if err != nil {
@@ -99,7 +99,7 @@ func (c *Client) tryLockMulti(ctx context.Context, set []string, ls term) (*Mult
 // delays when its attempt split the votes with another), and a name
 // promised to a waiting Lock is refused to it until that Lock took it.
 func (c *Client) LockMulti(ctx context.Context, names []string, opts ...LockOption) (_ *MultiLock, err error) {
-	set, err := multiNames(names)
+	set, err := c.multiNames(names)
 	if err != nil {
 		return nil, err
 	}
@@ -140,13 +140,13 @@ func (c *Client) DoMulti(ctx context.Context, names []string, fn func(ctx contex
 	if err != nil {
 		return err
 	}
-	return hold(ctx, &m.l, m.Extend, m.Unlock, func(ctx context.Context) error { return fn(ctx, m) })
+	return hold(ctx, keepLease(&m.l, m.Extend), m.Unlock, func(ctx context.Context) error { return fn(ctx, m) })
 }
 
 // multiNames checks a multi-lock's names and returns them sorted: the
 // order on the nodes does not matter (each takes all or none), but one
 // set has one name in events and errors.
-func multiNames(names []string) ([]string, error) {
+func (c *Client) multiNames(names []string) ([]string, error) {
 	switch {
 	case len(names) == 0:
 		return nil, ErrNoNames
@@ -162,6 +162,9 @@ func multiNames(names []string) ([]string, error) {
 		if i > 0 && set[i-1] == n {
 			return nil, fmt.Errorf("%w: %q", ErrDuplicateName, head(n, 64))
 		}
+	}
+	if err := c.oneSlot(set...); err != nil {
+		return nil, err
 	}
 	return set, nil
 }

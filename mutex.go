@@ -168,6 +168,9 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 // could leave each node with the TTL it ran last and Until with the one
 // decided last, a minute ahead of keys that expire in seconds.
 func (l *Lock) Extend(ctx context.Context, opts ...LockOption) error {
+	if l.outer != nil && l.outer.holds.unlocked(&l.holds) {
+		return &QuorumError{Op: "extend", Name: l.Name(), Kind: ErrReleased}
+	}
 	return l.c.extend(ctx, l.lease(), opts)
 }
 
@@ -192,9 +195,10 @@ func (l *Lock) Extend(ctx context.Context, opts ...LockOption) error {
 // its Cause and the silent nodes are NodeTimedOut with an Err that wraps
 // it. Later calls return the first call's result.
 //
-// A lock reentered (Reentrant) has a handle per hold: Unlock of a handle
-// counts its hold down and returns nil, and only the Unlock that ends the
-// last hold releases the lock, returning what is said above.
+// A lock reentered (Reentrant) has a handle per hold: the outermost
+// handle's Unlock (the one that acquired) releases the lock, returning
+// what is said above, whatever reentries are still open; a reentry's
+// Unlock only counts its hold down and returns nil.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l.countDown() {
 		return l.root().release(ctx)

@@ -3,6 +3,7 @@ package redlock
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -199,4 +200,30 @@ func (c *Client) Close() error {
 // loaded but healthy node.
 func (c *Client) closeWait() time.Duration {
 	return max(4*c.cfg.nodeTimeout, 500*time.Millisecond)
+}
+
+// oneSlot refuses, on Cluster or Ring nodes, lock names whose keys fall
+// in different hash slots (ErrSpansSlots): a script's keys must share one
+// there. A lock key is "<prefix>:{<name>}", whose hash tag is the name up
+// to its first '}', so names that share that part ("t}a", "t}b") share a
+// slot. Standalone and Sentinel nodes take any names.
+func (c *Client) oneSlot(names ...string) error {
+	tag := func(n string) string {
+		if i := strings.IndexByte(n, '}'); i >= 0 {
+			return n[:i]
+		}
+		return n
+	}
+	for i, n := range c.nodes {
+		switch n.(type) {
+		case *redis.ClusterClient, *redis.Ring:
+			for _, name := range names[1:] {
+				if tag(name) != tag(names[0]) {
+					return fmt.Errorf("%w: nodes[%d] is a %T, and %q and %q have different hash tags (names that begin alike up to a '}', as \"t}a\" and \"t}b\", share one)",
+						ErrSpansSlots, i, n, names[0], name)
+				}
+			}
+		}
+	}
+	return nil
 }

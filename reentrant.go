@@ -20,12 +20,13 @@ import (
 // a ctx from Lock.Context, or the context Do gives its function (and any
 // context derived from either). The reentry returns at once with a new
 // handle on the same lock: the same token, Until and Done. Its TTL option,
-// if any, is ignored: the lease stays as it is. Unlocking a handle counts
-// one hold down, and the Unlock that ends the last hold releases the
-// lock, so in nested use the outermost one. A reentry of a lock whose
+// if any, is ignored: the lease stays as it is. The outermost handle's
+// Unlock (the one that acquired) releases the lock, whatever reentries are
+// still open; a reentry's Unlock only counts its hold down, and after it
+// the reentry's Extend fails with ErrReleased. A reentry of a lock whose
 // validity has ended fails with ErrExpired, of a lock already released
-// with ErrReleased (a *QuorumError); a ctx that holds no lock of that
-// name acquires as without Reentrant.
+// with ErrReleased (a *QuorumError); a ctx that holds no lock of that name
+// acquires as without Reentrant.
 //
 // Without Reentrant, a Lock (or Do) through a context that holds the name
 // fails at once with ErrHeldByContext, where it would wait for itself
@@ -34,16 +35,24 @@ import (
 // (ErrNotForExtend).
 func Reentrant() LockOption { return func(ls *term) { ls.reentrant = true } }
 
-// holds counts the holds of a Lock, on the Lock that acquired it; every
-// handle's counted flag is guarded by that Lock's mu too.
+// holds counts the holds of a Lock, on the Lock that acquired it, and
+// keeps the one watchdog its Do calls share; every handle's counted flag
+// is guarded by that Lock's mu too.
 type holds struct {
 	mu       sync.Mutex
 	extra    int  // reentries whose handle has not been unlocked
-	ended    bool // the last hold was unlocked: the lock is released
-	watched  bool // a Do keeps the lease alive
+	ended    bool // the outermost hold was unlocked: the lock is released
 	counted  bool // this handle's Unlock counted down
-	releaser bool // this handle's Unlock ended the last hold
+	releaser bool // this handle's Unlock released the lock
+
+	// The Do calls running on the lock: the first starts the watchdog, the
+	// last to return stops it, and a lost lock cancels every one's fn.
+	watchers  map[*watcher]struct{}
+	stopWatch func()
 }
+
+// watcher is one Do's fn context, as the shared watchdog cancels it.
+type watcher struct{ cancel context.CancelCauseFunc }
 
 // root is the Lock that acquired l's lease.
 func (l *Lock) root() *Lock {
@@ -56,25 +65,78 @@ func (l *Lock) root() *Lock {
 // lease is the lease l holds (its root's).
 func (l *Lock) lease() *lease.Lease { return &l.root().l }
 
-// countDown counts l's hold down, once, and reports whether it was the
-// last (also on later calls from the handle whose Unlock it was).
-func (l *Lock) countDown() bool { return l.root().holds.countDown(&l.holds) }
+// countDown counts l's hold down, once, and reports whether it released
+// the lock: the outermost handle's does (also on later calls from it).
+func (l *Lock) countDown() bool { return l.root().holds.countDown(&l.holds, l.outer == nil) }
 
 // countDown counts the hold of the handle whose own holds are own down,
-// on h, its root's: once per handle. It reports whether that ended the
-// last hold, also on later calls from that handle.
-func (h *holds) countDown(own *holds) bool {
+// on h, its root's: once per handle. The root's (outermost) Unlock ends
+// the lock; it reports whether own's did.
+func (h *holds) countDown(own *holds, outermost bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !own.counted {
 		own.counted = true
-		if h.extra > 0 {
-			h.extra--
-		} else {
+		if outermost {
 			h.ended, own.releaser = true, true
+		} else {
+			h.extra--
 		}
 	}
 	return own.releaser
+}
+
+// unlocked reports whether the handle whose own holds are own has counted
+// down, on h, its root's.
+func (h *holds) unlocked(own *holds) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return own.counted
+}
+
+// keepAlive is the keep-alive of a Do on the lease l whose root holds are
+// h: the Do joins the lock's one watchdog, which the first Do starts
+// (extending with extend) and the last to leave stops; when the lock is
+// lost it cancels every joined Do's fn. Sibling Dos through one context
+// each keep the lock alive as long as any runs.
+func (h *holds) keepAlive(l *lease.Lease, extend func(context.Context) error) func(context.Context, context.CancelCauseFunc) func() {
+	return func(fnCtx context.Context, cancel context.CancelCauseFunc) func() {
+		w := &watcher{cancel: cancel}
+		h.mu.Lock()
+		if h.watchers == nil {
+			h.watchers = map[*watcher]struct{}{}
+		}
+		h.watchers[w] = struct{}{}
+		if h.stopWatch == nil {
+			h.stopWatch = l.KeepAlive(fnCtx, h.cancelAll, extend)
+		}
+		h.mu.Unlock()
+		return func() {
+			h.mu.Lock()
+			delete(h.watchers, w)
+			var stop func()
+			if len(h.watchers) == 0 {
+				stop, h.stopWatch = h.stopWatch, nil
+			}
+			h.mu.Unlock()
+			if stop != nil {
+				stop()
+			}
+		}
+	}
+}
+
+// cancelAll cancels every joined Do's fn with cause.
+func (h *holds) cancelAll(cause error) {
+	h.mu.Lock()
+	ws := make([]*watcher, 0, len(h.watchers))
+	for w := range h.watchers {
+		ws = append(ws, w)
+	}
+	h.mu.Unlock()
+	for _, w := range ws {
+		w.cancel(cause)
+	}
 }
 
 // add adds a hold on h, a root's, whose lease is l; or says why not:
@@ -144,24 +206,6 @@ func (l *Lock) reenter() (*Lock, error) {
 		return nil, &QuorumError{Op: "lock", Name: l.Name(), Kind: why}
 	}
 	return &Lock{c: l.c, outer: l}, nil
-}
-
-// watch marks l's root as kept alive by a Do, and reports whether one
-// already kept it (a nested Do then starts no second watchdog); unwatch
-// undoes it.
-func (l *Lock) watch() (already bool) {
-	h := &l.root().holds
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	already, h.watched = h.watched, true
-	return already
-}
-
-func (l *Lock) unwatch() {
-	h := &l.root().holds
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.watched = false
 }
 
 func isClosed(ch <-chan struct{}) bool {

@@ -60,14 +60,17 @@ func (l *RWLock) Nodes() []NodeResult { return append([]NodeResult(nil), l.lease
 // Extend re-applies the hold's TTL, as Lock.Extend does: a reader's
 // renews its own entry only, never another reader's.
 func (l *RWLock) Extend(ctx context.Context, opts ...LockOption) error {
+	if l.outer != nil && l.outer.holds.unlocked(&l.holds) {
+		return &QuorumError{Op: "extend", Name: l.Name(), Kind: ErrReleased}
+	}
 	return l.c.extend(ctx, l.lease(), opts)
 }
 
 // Unlock releases the hold, as Lock.Unlock does. The last reader to leave
 // hands the lock to the first queued writer. A hold reentered (Reentrant)
-// is released by the Unlock that ends its last hold, as Lock's is.
+// is released by its outermost handle's Unlock, as Lock's is.
 func (l *RWLock) Unlock(ctx context.Context) error {
-	if l.root().holds.countDown(&l.holds) {
+	if l.root().holds.countDown(&l.holds, l.outer == nil) {
 		return l.c.release(ctx, l.lease())
 	}
 	return nil

@@ -148,7 +148,9 @@ func (m *RWMutex) do(ctx context.Context, reader bool, fn func(ctx context.Conte
 	if err != nil {
 		return err
 	}
-	return hold(ctx, l.lease(), l.Extend, l.Unlock, func(ctx context.Context) error { return fn(l.Context(ctx), l) })
+	root := l.root()
+	keep := root.holds.keepAlive(&root.l, func(ctx context.Context) error { return root.Extend(ctx) })
+	return hold(ctx, keep, l.Unlock, func(ctx context.Context) error { return fn(l.Context(ctx), l) })
 }
 
 // held is what a context that carries a hold of this lock from this client

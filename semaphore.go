@@ -41,7 +41,9 @@ type Semaphore struct {
 // sends nothing: the first acquisition stores the number on the nodes, and
 // an acquisition by a client whose number differs from the stored one
 // fails with ErrPermits (see SetPermits to change it). name is checked as
-// a lock name, with room for the slot suffix ("#<slot>").
+// a lock name, with room for the slot suffix ("#<slot>"). On Cluster or
+// Ring nodes the name needs a '}' ("jobs}"), so that its slots and its size
+// share a hash tag, else ErrSpansSlots.
 func (c *Client) Semaphore(name string, permits int) (*Semaphore, error) {
 	if permits < 1 || permits > MaxPermits {
 		return nil, fmt.Errorf("%w: %d", ErrBadPermits, permits)
@@ -51,6 +53,9 @@ func (c *Client) Semaphore(name string, permits int) (*Semaphore, error) {
 	}
 	if name == "" {
 		return nil, ErrEmptyName
+	}
+	if err := c.oneSlot(lease.SlotName(name, 0), name, lease.SlotName(name, permits-1)); err != nil {
+		return nil, err
 	}
 	return &Semaphore{c: c, name: name, permits: permits}, nil
 }
@@ -125,18 +130,26 @@ func (s *Semaphore) Do(ctx context.Context, fn func(ctx context.Context, p *Perm
 	if err != nil {
 		return err
 	}
-	return hold(ctx, &p.l, p.Extend, p.Release, func(ctx context.Context) error { return fn(ctx, p) })
+	return hold(ctx, keepLease(&p.l, p.Extend), p.Release, func(ctx context.Context) error { return fn(ctx, p) })
 }
 
-// SetPermits stores permits as the semaphore's size on every node, and
-// succeeds once a majority stored it. It is the one way to change the
-// size: acquisitions by clients built with another number fail with
-// ErrPermits from then on, so build them anew with permits. Shrinking
-// drains the slots at and above the new size: they are granted no more,
-// and their holders' extensions are refused, so within one TTL at most
-// permits permits are held (until then, at most the larger number). It
-// fails with a *QuorumError of Kind ErrUnavailable if too few nodes
-// stored it.
+// SetPermits stores permits as the semaphore's size on every node. It is
+// the one way to change the size: acquisitions by clients built with
+// another number fail with ErrPermits from then on, so build them anew
+// with permits. Shrinking drains the slots at and above the new size: they
+// are granted no more, and their holders' extensions are refused, so
+// within one TTL at most permits permits are held (until then, at most
+// the larger number).
+//
+// It needs every node, as provisioning a new deployment does: a node that
+// missed it keeps the old size, and refuses the new one's permits (a
+// minority that disagrees only lowers how many node failures the
+// semaphore survives). It fails with a *QuorumError of Kind ErrUnavailable
+// naming each node's outcome if any node did not store it; run it again
+// once they are back, which changes nothing on the nodes that have it.
+// Run it again, too, after a node restarted without its data while
+// clients built with the old size may still run: the first acquisition
+// on an empty node stores its client's size.
 func (s *Semaphore) SetPermits(ctx context.Context, permits int) error {
 	if permits < 1 || permits > MaxPermits {
 		return fmt.Errorf("%w: %d", ErrBadPermits, permits)
@@ -145,7 +158,8 @@ func (s *Semaphore) SetPermits(ctx context.Context, permits int) error {
 		return err
 	}
 	c := s.c
-	call := nodescript.NewCall(nodescript.SetPermits, []any{lease.PermitsKey(c.cfg.keyPrefix, s.name)}, permits, c.args.retention)
+	life := max(c.cfg.retention, 2*c.cfg.ttl).Milliseconds() // as an acquisition keeps it
+	call := nodescript.NewCall(nodescript.SetPermits, []any{lease.PermitsKey(c.cfg.keyPrefix, s.name)}, permits, life)
 	op := func(ctx context.Context, _ int, node redis.UniversalClient) (round.Outcome, int64, error) {
 		if err := call.Run(ctx, node).Err(); err != nil {
 			if strings.HasPrefix(err.Error(), "WRONGTYPE") {
@@ -155,11 +169,11 @@ func (s *Semaphore) SetPermits(ctx context.Context, permits int) error {
 		}
 		return round.NodeGranted, 0, nil
 	}
-	t, err := c.rounds.Run(ctx, round.Spec{Name: "set permits", Op: op}, (*round.Tally).Decided, nil)
+	t, err := c.rounds.Run(ctx, round.Spec{Name: "set permits", Op: op}, nil, nil)
 	if t == nil {
 		return err
 	}
-	if t.Won() {
+	if t.Granted() == t.N {
 		return nil
 	}
 	k := ErrUnavailable

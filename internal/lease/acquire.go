@@ -26,6 +26,11 @@ type Request struct {
 	// primitive puts on each node for lease l and its random value (Mutex).
 	Prefix string
 	Shape  func(l *Lease, prefix, name, value string) Shape
+	// Names are the lock names whose keys the lease holds, when they are
+	// not just Name (a multi-lock's members): this client's releases still
+	// in flight are kept per name (settle.go), so that a Lock of a member
+	// waits for the set's release, and the set for a member's.
+	Names []string
 }
 
 // Attempt is one acquisition attempt of r on l, the zero Lease, which the
@@ -36,7 +41,11 @@ type Request struct {
 // before it began the lease (nothing was sent); err is then a *Failure, or
 // the deployment's error. r.List is the deployment's, not the caller's.
 func (e *Engine) Attempt(ctx context.Context, l *Lease, r Request) (start time.Time, commit []round.NodeResult, begun bool, err error) {
-	if err := e.settling.wait(ctx, r.Name, e.Rounds.Epoch()); err != nil {
+	names := r.Names
+	if names == nil {
+		names = []string{r.Name}
+	}
+	if err := e.settling.wait(ctx, e.Rounds.Epoch(), names...); err != nil {
 		return time.Time{}, nil, false, &Failure{Op: "lock", Name: r.Name, Cause: err}
 	}
 	if r.List, err = e.Deployment.AttemptList(ctx, r.Name); err != nil {
@@ -60,7 +69,7 @@ func (e *Engine) Begin(l *Lease, r Request) {
 	l.list = r.List
 	// A refusal may come from this client's own release or rollback of the
 	// name, if one was in flight when the attempt went out (Failure.Own).
-	l.ownReleases = e.settling.inFlight(r.Name)
+	l.ownReleases = e.settling.inFlight(l.names...)
 	l.ownInFlight = len(l.ownReleases) > 0
 	l.waiter = r.Waiter
 }
@@ -107,7 +116,7 @@ func (l *Lease) RoundOne(ctx context.Context, waited time.Duration) (*round.Tall
 // grant failed for want of validity.
 func (l *Lease) Fail(t *round.Tally, ctxErr error, commit []round.NodeResult, why, cause error) *Failure {
 	qe := &Failure{Op: "lock", Name: l.name, Cause: ctxErr, Nodes: t.Snapshot(), After: l.acqDone,
-		Own: l.ownInFlight || l.e.settling.pending(l.name)}
+		Own: l.ownInFlight || l.e.settling.pending(l.names...)}
 	switch {
 	case ctxErr != nil:
 		// Cut short by ctx: still say why the round was not won, except
@@ -194,7 +203,7 @@ func (l *Lease) afterAcquire(r round.Reply) {
 	if l.success {
 		return // held
 	}
-	ended := func() { l.e.settling.callEnded(l.name, l.rollbacks, r.Node) }
+	ended := func() { l.e.settling.callEnded(l.rollbacks, r.Node, l.names...) }
 	if !l.acqSent[r.Node] {
 		ended()
 		return // nothing was sent there
@@ -230,7 +239,7 @@ func (l *Lease) abandon(t *round.Tally) {
 	}
 	// This client's next attempt on the name waits for the rollbacks, as
 	// for an Unlock's releases (settle.go), for a node timeout at most.
-	l.rollbacks = l.e.settling.start(l.name, len(l.e.Nodes))
+	l.rollbacks = l.e.settling.start(len(l.e.Nodes), l.names...)
 	l.rollbacks.until.Store(int64(time.Since(l.e.Rounds.Epoch()) + l.e.NodeTimeout))
 	close(l.verdict)
 	wait := time.NewTimer(l.e.NodeTimeout)

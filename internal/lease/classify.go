@@ -102,7 +102,10 @@ func classifyAcquire(t *round.Tally) error {
 	if k := BlockingKind(t); k != nil {
 		return k
 	}
-	if t.Granted()+t.Counts[round.NodeRefused] >= t.Majority {
+	// A node that stores another size for a semaphore refuses as a held
+	// lock does: a minority of them (a SetPermits that missed a node) is
+	// contention, and the other slots are worth trying.
+	if t.Granted()+t.Counts[round.NodeRefused]+permits >= t.Majority {
 		return kind.ErrLocked
 	}
 	return kind.ErrUnavailable

@@ -22,9 +22,11 @@ type Term struct {
 type Lease struct {
 	e       *Engine
 	name    string
-	shape   Shape // what the primitive puts on each node for this lease's random value
-	mutex   mutex // the mutex's shape, when it is one: kept here, it costs no allocation
-	term    Term  // the acquisition's TTL (For, or the client's)
+	names   []string  // what settling is kept under: name, or a multi-lock's members (Request.Names)
+	name1   [1]string // names for one name, without an allocation
+	shape   Shape     // what the primitive puts on each node for this lease's random value
+	mutex   mutex     // the mutex's shape, when it is one: kept here, it costs no allocation
+	term    Term      // the acquisition's TTL (For, or the client's)
 	results []round.NodeResult
 	token   uint64
 	waiter  string // the Lock call's id in the lock's queue, or ""
@@ -79,6 +81,10 @@ func (e *Engine) initLease(l *Lease, r Request) {
 	value := NewValue()
 	l.e = e
 	l.name = r.Name
+	if l.names = r.Names; l.names == nil {
+		l.name1[0] = r.Name
+		l.names = l.name1[:]
+	}
 	l.term = r.Term
 	l.ttl = r.Term.TTL
 	l.acqDone = make([]chan struct{}, n)

@@ -44,9 +44,9 @@ func (l *Lease) release(ctx context.Context) ([]round.NodeResult, error) {
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
 		return Answer(ctx, l.unlockCall(definite(l.acqOutcome[i])), node)
 	}
-	inFlight := e.settling.start(l.name, len(e.Nodes))
+	inFlight := e.settling.start(len(e.Nodes), l.names...)
 	then := func(r round.Reply) {
-		e.settling.callEnded(l.name, inFlight, r.Node)
+		e.settling.callEnded(inFlight, r.Node, l.names...)
 		if !r.Sent {
 			return
 		}
@@ -60,7 +60,7 @@ func (l *Lease) release(ctx context.Context) ([]round.NodeResult, error) {
 		After: l.acqDone, Sent: l.acqSent}, // nothing to release where nothing was sent
 		(*round.Tally).WonOrRefused, nil)
 	if t == nil {
-		e.settling.forget(l.name, inFlight)
+		e.settling.forget(inFlight, l.names...)
 		return nil, cause
 	}
 	if t.Won() {

@@ -70,7 +70,7 @@ type release struct {
 }
 
 // start records that name's release is going out to n nodes.
-func (s *settling) start(name string, n int) *release {
+func (s *settling) start(n int, names ...string) *release {
 	r := &release{settled: make(chan struct{}), nodes: make([]chan struct{}, n)}
 	for i := range r.nodes {
 		r.nodes[i] = make(chan struct{})
@@ -80,46 +80,66 @@ func (s *settling) start(name string, n int) *release {
 	if s.m == nil {
 		s.m = make(map[string][]*release)
 	}
-	s.m[name] = append(s.m[name], r)
+	for _, name := range names {
+		s.m[name] = append(s.m[name], r)
+	}
 	s.mu.Unlock()
 	return r
 }
 
 // callEnded is run once per node as its release call there ends.
-func (s *settling) callEnded(name string, r *release, node int) {
+func (s *settling) callEnded(r *release, node int, names ...string) {
 	close(r.nodes[node])
 	if r.calls.Add(-1) != 0 {
 		return
 	}
 	close(r.settled)
-	s.forget(name, r)
+	s.forget(r, names...)
 }
 
 // forget drops r: it settled, or sent nothing (the client was closed).
-func (s *settling) forget(name string, r *release) {
+func (s *settling) forget(r *release, names ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rs := slices.DeleteFunc(s.m[name], func(x *release) bool { return x == r })
-	if len(rs) == 0 {
-		delete(s.m, name)
-	} else {
-		s.m[name] = rs
+	for _, name := range names {
+		rs := slices.DeleteFunc(s.m[name], func(x *release) bool { return x == r })
+		if len(rs) == 0 {
+			delete(s.m, name)
+		} else {
+			s.m[name] = rs
+		}
 	}
 }
 
 // pending reports whether name has releases of this client in flight.
-func (s *settling) pending(name string) bool {
+func (s *settling) pending(names ...string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.m[name]) > 0
+	for _, name := range names {
+		if len(s.m[name]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // inFlight returns name's releases of this client in flight, for an
 // attempt to order its call on each node after theirs (afterOwn).
-func (s *settling) inFlight(name string) []*release {
+func (s *settling) inFlight(names ...string) []*release {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.m[name])
+	if len(names) == 1 {
+		return slices.Clone(s.m[names[0]])
+	}
+	var out []*release
+	for _, name := range names {
+		for _, r := range s.m[name] {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // afterOwn waits until this client's releases of the name that were in
@@ -156,10 +176,8 @@ func (l *Lease) afterOwn(ctx context.Context, i int) error {
 // an Unlock of the same name has no order to keep) or did not win are not
 // waited for. Neither is anything if ctx ends before the wait would: the
 // attempt is better sent at once, and may well win without those nodes.
-func (s *settling) wait(ctx context.Context, name string, epoch time.Time) error {
-	s.mu.Lock()
-	rs := slices.Clone(s.m[name])
-	s.mu.Unlock()
+func (s *settling) wait(ctx context.Context, epoch time.Time, names ...string) error {
+	rs := s.inFlight(names...)
 	if len(rs) == 0 {
 		return nil
 	}

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/quorumlock/redlock/internal/nodescript"
 )
@@ -16,8 +17,9 @@ import (
 type slot struct {
 	mutex
 	permitsKey any
-	tail       []any // K, the slot, R: the last arguments of the acquisition
+	tail       []any // K, the slot, the size's lifetime: the last arguments of the acquisition
 	index      any
+	permits    any
 }
 
 // SlotName is the name of slot i of the semaphore name: a mutex name.
@@ -31,9 +33,9 @@ func PermitsKey(prefix, name string) string { return prefix + ":{" + name + "}:p
 // SlotName(name, i).
 func Slot(name string, i, permits int) func(l *Lease, prefix, slotName, value string) Shape {
 	return func(l *Lease, prefix, slotName, value string) Shape {
-		s := &slot{permitsKey: PermitsKey(prefix, name), index: i}
+		s := &slot{permitsKey: PermitsKey(prefix, name), index: i, permits: permits}
 		s.init(prefix, slotName, value)
-		s.tail = []any{permits, i, l.e.Args.Retention}
+		s.tail = []any{permits, i, sizeLife(l.e, l.term.TTL)}
 		return s
 	}
 }
@@ -51,9 +53,20 @@ func (s *slot) Acquire(l *Lease, waitedUs int64) *nodescript.Call {
 }
 
 func (s *slot) Extend(l *Lease, ttlArg any) *nodescript.Call {
+	ttl, _ := ttlArg.(int64)
+	life := sizeLife(l.e, time.Duration(ttl)*time.Millisecond)
 	if l.e.Fencing {
 		return nodescript.NewCall(nodescript.SlotExtend, []any{s.keyArgs[0], s.permitsKey, l.e.Keys.ID, l.e.Keys.MaxTTL},
-			s.value, ttlArg, s.index, l.e.Args.Retention, 1)
+			s.value, ttlArg, s.index, life, 1, s.permits)
 	}
-	return nodescript.NewCall(nodescript.SlotExtend, []any{s.keyArgs[0], s.permitsKey}, s.value, ttlArg, s.index, l.e.Args.Retention, 0)
+	return nodescript.NewCall(nodescript.SlotExtend, []any{s.keyArgs[0], s.permitsKey}, s.value, ttlArg, s.index, life, 0, s.permits)
+}
+
+// sizeLife is how long (ms) an acquisition or extension under ttl keeps
+// the semaphore's stored size: the fencing retention, and at least two of
+// the lease's TTLs, so that the size outlives every permit held (without
+// fencing the retention is not tied to the TTL).
+func sizeLife(e *Engine, ttl time.Duration) int64 {
+	r, _ := e.Args.Retention.(int64)
+	return max(r, (2 * ttl).Milliseconds())
 }

@@ -4,23 +4,26 @@
 -- release marker of this value and its promise NEXT (the mutex's queue).
 --
 -- Returns 1 if every member now holds the value, 0 if one is held by another
--- owner (or this value was already released here), 2 if every member is free
+-- owner (or this value was already released here), 2 if no member is held
 -- but one is promised to a mutex waiter (a multi-lock never queues, so the
--- promise is never its own), and a WRONGTYPE error that names the key.
+-- promise is never its own), and a WRONGTYPE error that names the key if
+-- any member holds another type, whatever the others.
 -- Nothing is written unless every member can be taken: a request never holds
 -- part of its set on a node, so two multi-locks cannot hold-and-wait.
 local function takeAll(first, stride)
-  local promised = false
+  -- Every member is looked at before a refusal: a key of another type must
+  -- not hide behind a held member (it is an error no retry fixes).
+  local refused, promised = false, false
   for k = first, #KEYS, stride do
-    if redis.call('EXISTS', KEYS[k + 1]) == 1 then return 0 end
     local v = redis.pcall('GET', KEYS[k])
     if type(v) == 'table' and v.err then return wrongType(KEYS[k]) end
-    if v then
-      if v ~= ARGV[1] then return 0 end
-    elseif redis.call('EXISTS', KEYS[k + 2]) == 1 then
+    if redis.call('EXISTS', KEYS[k + 1]) == 1 or (v and v ~= ARGV[1]) then
+      refused = true
+    elseif not v and redis.call('EXISTS', KEYS[k + 2]) == 1 then
       promised = true
     end
   end
+  if refused then return 0 end
   if promised then return 2 end
   for k = first, #KEYS, stride do
     redis.call('SET', KEYS[k], ARGV[1], 'NX', 'PX', ARGV[2])
