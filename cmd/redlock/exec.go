@@ -29,6 +29,12 @@ started) gets SIGTERM, then SIGKILL --grace later:
     are gone, and only then released; the exit code is still CMD's.
 A process that leaves the group (setsid: a daemon) is out of exec's reach.
 
+At most K of a job at once, across hosts (a semaphore, docs/semaphore.md):
+  redlock exec --permits K [--wait D] NAME -- CMD
+holds one of K permits of the semaphore NAME instead of the lock; CMD also gets REDLOCK_SLOT, and
+REDLOCK_NAME is the slot's name (NAME#<slot>), which is what to fence with REDLOCK_TOKEN. Every
+caller of NAME must give the same K (exit 78 otherwise). 73 then means all K permits are taken.
+
 Cron on several hosts, exactly one run per tick (docs/operations.md, section 4):
   redlock exec --name-per-tick 1m --hold-for 30s --ttl 30s NAME -- CMD
 locks NAME:<tick start, UTC> instead of NAME, retries when the hosts' votes split, and never
@@ -43,7 +49,8 @@ Exit codes:
              nodes refused the credentials or are cluster nodes, or the deployment is not
              provisioned (run "redlock provision"); alert on it, no host runs the job
   75         the lock was lost while CMD ran; CMD may have overlapped another holder
-  78         --nodes is not the deployment's node list (each node of it, once): fix the configuration
+  78         --nodes is not the deployment's node list (each node of it, once), or --permits is not the
+             number the semaphore's other callers use: fix the configuration
   127        CMD could not be started (not found, not executable)
   128+N      signal N (SIGINT 130, SIGTERM 143) ended redlock exec while it waited for the lock
   2          bad flags, nodes or lock name
@@ -71,6 +78,7 @@ func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 	prefix := fs.String("key-prefix", "redlock", "the clients' key prefix (WithKeyPrefix): the lock lives at PREFIX:{NAME}")
 	perTick := fs.Duration("name-per-tick", 0, "lock NAME:<start of the current tick, UTC> for ticks of this length (it must divide 24h), never released")
 	holdFor := fs.Duration("hold-for", 0, "keep the lock at least this long after taking it, even if CMD ends sooner")
+	permits := fs.Int("permits", 0, "hold one of this many permits of the semaphore NAME instead of the lock: at most this many CMDs at once (every caller of NAME must give the same number)")
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
@@ -93,6 +101,9 @@ func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 	}
 	if *holdFor < 0 {
 		return &exitError{2, errors.New("--hold-for must not be negative")}
+	}
+	if *permits != 0 && *perTick != 0 {
+		return &exitError{2, errors.New("--permits and --name-per-tick exclude each other")}
 	}
 	clients, err := dialNodes(*nodesFlag)
 	if err != nil {
@@ -117,8 +128,10 @@ func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 	}
 	defer guard.Close()
 
-	var l *redlock.Lock
+	var l lease
 	switch {
+	case *permits != 0:
+		l, err = takePermit(ctx, c, name, *permits, *wait)
 	case *perTick != 0:
 		l, err = tryLockContended(ctx, c, name, *ttl/2)
 	case *wait > 0:
@@ -128,6 +141,7 @@ func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 	default:
 		l, err = c.TryLock(ctx, name)
 	}
+
 	if err != nil {
 		if s, ok := context.Cause(ctx).(signalled); ok {
 			return &exitError{128 + int(s.sig), fmt.Errorf("waiting for %q: %w", name, s)}
@@ -157,8 +171,33 @@ func acquireError(name string, err error) error {
 	case errors.Is(err, redlock.ErrFencingNode):
 		return &exitError{69, fmt.Errorf("could not acquire %q: the nodes are Redis Cluster nodes (CROSSSLOT); "+
 			"--nodes must list standalone masters (or Sentinel-managed ones), each on its own: %w", name, err)}
-	case errors.Is(err, redlock.ErrEmptyName), errors.Is(err, redlock.ErrNameTooLong), errors.Is(err, redlock.ErrBadName):
+	case errors.Is(err, redlock.ErrEmptyName), errors.Is(err, redlock.ErrNameTooLong), errors.Is(err, redlock.ErrBadName),
+		errors.Is(err, redlock.ErrBadPermits), errors.Is(err, redlock.ErrSpansSlots):
 		return &exitError{2, err}
+	case errors.Is(err, redlock.ErrPermits):
+		return &exitError{78, fmt.Errorf("could not acquire a permit of %q: the nodes store another number of permits "+
+			"than --permits (every caller must give the same; SetPermits changes it): %w", name, err)}
 	}
 	return &exitError{69, fmt.Errorf("could not acquire %q, the nodes are unavailable (no host can take the lock): %w", name, err)}
+}
+
+// takePermit takes one of permits permits of the semaphore name: one
+// attempt, or waiting up to wait.
+func takePermit(ctx context.Context, c *redlock.Client, name string, permits int, wait time.Duration) (lease, error) {
+	s, err := c.Semaphore(name, permits)
+	if err != nil {
+		return nil, err
+	}
+	var p *redlock.Permit
+	if wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		p, err = s.Acquire(wctx)
+	} else {
+		p, err = s.TryAcquire(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return permit{p}, nil
 }

@@ -41,7 +41,7 @@ type holding struct {
 // kept, extended, until then. If the release finds that the lock had
 // expired, the run may have overlapped another host's: that is reported as
 // a lost lock (75), whatever the job's own code.
-func holdWhileRunning(ctx context.Context, l *redlock.Lock, guard *procguard.Guardian, argv []string, h holding) (err error) {
+func holdWhileRunning(ctx context.Context, l lease, guard *procguard.Guardian, argv []string, h holding) (err error) {
 	taken := time.Now()
 	release := true
 	defer func() {
@@ -56,6 +56,9 @@ func holdWhileRunning(ctx context.Context, l *redlock.Lock, guard *procguard.Gua
 		}
 	}()
 	env := append(os.Environ(), "REDLOCK_NAME="+l.Name(), "REDLOCK_TOKEN="+strconv.FormatUint(l.Token(), 10))
+	if p, ok := l.(permit); ok {
+		env = append(env, "REDLOCK_SLOT="+strconv.Itoa(p.Slot()))
+	}
 	// Listen before the start, so that no signal falls between the two.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -119,3 +122,20 @@ func errOrOK(err error) any {
 	}
 	return err
 }
+
+// lease is what exec holds while CMD runs: a lock, or one of a
+// semaphore's permits (--permits).
+type lease interface {
+	Name() string
+	Token() uint64
+	Until() time.Time
+	Done() <-chan struct{}
+	Extend(ctx context.Context, opts ...redlock.LockOption) error
+	Unlock(ctx context.Context) error
+}
+
+// permit is a semaphore's permit as a lease: its Name is its slot's
+// ("NAME#<slot>"), the fence's resource for it.
+type permit struct{ *redlock.Permit }
+
+func (p permit) Unlock(ctx context.Context) error { return p.Release(ctx) }

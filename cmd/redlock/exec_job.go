@@ -15,7 +15,7 @@ import (
 // jobRun is one run of exec's job under its lock: the state of
 // holdWhileRunning's loop.
 type jobRun struct {
-	l       *redlock.Lock
+	l       lease
 	guard   *procguard.Guardian
 	h       holding
 	taken   time.Time
