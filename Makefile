@@ -98,7 +98,9 @@ lint:
 	cd bench && $(GO) vet ./...
 
 ## bench: this library against three floors, redsync (defaults and best settings) and bsm/redislock on
-## the same local nodes, 5 runs, medians with ranges; writes docs/benchmarks.md (about 15-20 minutes).
+## the same local nodes, 5 runs, medians with ranges; writes docs/benchmarks.md, and the lock family
+## against the mutex to docs/benchmarks-family.md (about 15-20 minutes; `cd bench && go run . -only
+## family` is the family's page alone, about a minute).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 .
 	cd bench && $(GO) run . -out ../docs/benchmarks.md

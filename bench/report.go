@@ -89,6 +89,8 @@ func (r *report) write(out string) error {
 	r.loadTables(p)
 	r.faultTable(p)
 	r.contentionTable(p)
+	p("\nThe lock family's figures (read-write lock, semaphore, multi-lock against the mutex) are on their own page, ")
+	p("[benchmarks-family.md](benchmarks-family.md), from the same `make bench`.\n")
 	p("\n## How it is measured\n\n")
 	p("- **Load cells**: TryLock then Unlock, each cycle on a new lock name, so nobody contends. %d, %d, %d or %d goroutines ", loadGoroutines[0], loadGoroutines[1], loadGoroutines[2], loadGoroutines[3])
 	p("either share one client (built once per run and node set, so warm after the first cell) or have one each, built for the ")

@@ -23,6 +23,7 @@ type bench struct {
 	contendFor    time.Duration
 	steps         map[string]bool
 	lockFile      string
+	familyOut     string // the family step's page
 }
 
 // hold takes the -lockfile lock, if any, until the returned release.
@@ -68,6 +69,7 @@ type runData struct {
 	load       map[cellKey]map[string]*cellResult
 	faults     map[faultKey]*faultRow
 	contention map[contKey]*contRow
+	family     *familyRow
 }
 
 func (b *bench) measure(ctx context.Context, out string) error {
@@ -108,14 +110,25 @@ func (b *bench) measure(ctx context.Context, out string) error {
 			b.contentionStep(ctx, run, plain, false, []spec{counted(false), best, defaults}, rd)
 			b.contentionStep(ctx, run, aof, true, []spec{counted(true), best}, rd)
 		}
+		if b.steps["family"] {
+			progress("run %d: family", run+1)
+			b.familyStep(ctx, run, aof, rd)
+		}
 		release()
 		rep.runs = append(rep.runs, rd)
 		progress("run %d took %v", run+1, time.Since(t0).Round(time.Second))
 		// Written after every run, so that an interrupted report still
 		// holds the runs it finished.
 		rep.specs = append(slices.Clone(unfenced), oursSpec(true))
-		if err := rep.write(out); err != nil {
-			return err
+		if b.steps["family"] {
+			if err := rep.writeFamily(b.familyOut); err != nil {
+				return err
+			}
+		}
+		if b.steps["load"] || b.steps["faults"] || b.steps["contention"] {
+			if err := rep.write(out); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

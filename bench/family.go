@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quorumlock/redlock"
+)
+
+// The lock family's step (issue 25), on the fenced node set: each
+// primitive's uncontended cycle against the mutex's, a read-heavy load on
+// the read-write lock against the mutex on the same work, and the handoff
+// fairness of a contended semaphore beside the mutex's. Its page is
+// docs/benchmarks-family.md.
+
+// familyRow is what one run measured.
+type familyRow struct {
+	p50        map[string]time.Duration // uncontended cycle, per primitive
+	readTput   float64                  // read-heavy load on the read-write lock, ops/s
+	mutexTput  float64                  // the same work under the mutex, ops/s
+	semLeast   float64                  // least share of acquisitions of a waiter, over a fair share
+	mutexLeast float64
+}
+
+// The uncontended cycles, in the order of the report.
+const (
+	fMutex = "mutex: TryLock + Unlock"
+	fRead  = "read lock: TryRLock + Unlock"
+	fWrite = "write lock: TryLock + Unlock"
+	fSem   = "permit (K=4): TryAcquire + Release"
+	fMulti = "multi-lock, 4 names: TryLockMulti + Unlock"
+)
+
+var familyCycles = []string{fMutex, fRead, fWrite, fSem, fMulti}
+
+const (
+	familyWorkers = 8                    // goroutines of the read-heavy load and of the fairness cells
+	familyWork    = 2 * time.Millisecond // the critical section's work
+	familyWrites  = 10                   // percent of the read-heavy load's operations that write
+)
+
+// familyOptions are the clients' options in this step: fenced, and the
+// retry delay at 1-5 ms for both sides, the best setting for a waiting
+// mutex and for readers that retry.
+var familyOptions = []redlock.Option{redlock.WithTTL(ttl), redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond)}
+
+func (b *bench) familyStep(ctx context.Context, run int, set *nodeSet, rd *runData) {
+	c, close, err := familyClient(set.addrs)
+	if err != nil {
+		progress("family: %v", err)
+		return
+	}
+	defer close()
+	row := &familyRow{p50: map[string]time.Duration{}}
+	rd.family = row
+	cycles := b.loadOps / 10
+	samples := map[string][]time.Duration{}
+	for turn := range b.loadRounds {
+		for _, kind := range familyCycles {
+			for i := range cycles / b.loadRounds {
+				name := fmt.Sprintf("fam:%d:%d:%d:%d", run, turn, i, rand.Int())
+				if d, ok := familyCycle(ctx, c, kind, name); ok {
+					samples[kind] = append(samples[kind], d)
+				}
+			}
+		}
+	}
+	for kind, ds := range samples {
+		row.p50[kind] = pct(ds, 0.5)
+	}
+	row.mutexTput = b.readHeavy(ctx, set.addrs, fmt.Sprint("fam-rw-m:", run), false)
+	row.readTput = b.readHeavy(ctx, set.addrs, fmt.Sprint("fam-rw-r:", run), true)
+	row.mutexLeast = b.fairness(ctx, set.addrs, fmt.Sprint("fam-fair-m:", run), 1)
+	row.semLeast = b.fairness(ctx, set.addrs, fmt.Sprint("fam-fair-s:", run), 2)
+}
+
+func familyClient(addrs []string) (*redlock.Client, func(), error) {
+	cs := newClients(addrs, false)
+	c, err := redlock.New(cs, familyOptions...)
+	if err != nil {
+		closeAll(cs)
+		return nil, nil, err
+	}
+	return c, func() { c.Close(); closeAll(cs) }, nil
+}
+
+// familyCycle times one uncontended acquisition and release of kind on a
+// new name.
+func familyCycle(ctx context.Context, c *redlock.Client, kind, name string) (time.Duration, bool) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	start := time.Now()
+	var release func(context.Context) error
+	switch kind {
+	case fMutex:
+		if l, err := c.TryLock(ctx, name); err == nil {
+			release = l.Unlock
+		}
+	case fRead, fWrite:
+		m, _ := c.RWMutex(name)
+		try := m.TryLock
+		if kind == fRead {
+			try = m.TryRLock
+		}
+		if l, err := try(ctx); err == nil {
+			release = l.Unlock
+		}
+	case fSem:
+		s, _ := c.Semaphore(name, 4)
+		if p, err := s.TryAcquire(ctx); err == nil {
+			release = p.Release
+		}
+	case fMulti:
+		if m, err := c.TryLockMulti(ctx, []string{name + ":a", name + ":b", name + ":c", name + ":d"}); err == nil {
+			release = m.Unlock
+		}
+	}
+	if release == nil || release(ctx) != nil {
+		return 0, false
+	}
+	return time.Since(start), true
+}
+
+// readHeavy runs familyWorkers goroutines, each with its own client, for
+// contendFor on one name: familyWrites percent of their operations hold
+// the write lock (or, without rw, the mutex) for familyWork, the rest a
+// read lock (the mutex) for as long. It returns the operations completed
+// per second.
+func (b *bench) readHeavy(ctx context.Context, addrs []string, name string, rw bool) float64 {
+	var done atomic.Int64
+	deadline := time.Now().Add(b.contendFor)
+	var wg sync.WaitGroup
+	for w := range familyWorkers {
+		c, close, err := familyClient(addrs)
+		if err != nil {
+			progress("family: %v", err)
+			return nan
+		}
+		wg.Go(func() {
+			defer close()
+			m, _ := c.RWMutex(name)
+			for i := 0; time.Now().Before(deadline); i++ {
+				octx, cancel := context.WithTimeout(ctx, opTimeout)
+				var release func(context.Context) error
+				write := (i*familyWorkers+w)%100 < familyWrites
+				switch {
+				case !rw:
+					if l, err := c.Lock(octx, name); err == nil {
+						release = l.Unlock
+					}
+				case write:
+					if l, err := m.Lock(octx); err == nil {
+						release = l.Unlock
+					}
+				default:
+					if l, err := m.RLock(octx); err == nil {
+						release = l.Unlock
+					}
+				}
+				if release != nil {
+					time.Sleep(familyWork)
+					if release(octx) == nil {
+						done.Add(1)
+					}
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return float64(done.Load()) / b.contendFor.Seconds()
+}
+
+// fairness runs familyWorkers goroutines, each with its own client,
+// contending for contendFor for a semaphore of permits (1: the mutex),
+// each holding for familyWork; it returns the least share of acquisitions
+// a goroutine got, over a fair share (1 is perfectly fair).
+func (b *bench) fairness(ctx context.Context, addrs []string, name string, permits int) float64 {
+	counts := make([]int64, familyWorkers)
+	deadline := time.Now().Add(b.contendFor)
+	var wg sync.WaitGroup
+	for w := range familyWorkers {
+		c, close, err := familyClient(addrs)
+		if err != nil {
+			progress("family: %v", err)
+			return nan
+		}
+		wg.Go(func() {
+			defer close()
+			s, _ := c.Semaphore(name, max(permits, 1))
+			for time.Now().Before(deadline) {
+				octx, cancel := context.WithTimeout(ctx, opTimeout)
+				var release func(context.Context) error
+				if permits == 1 {
+					if l, err := c.Lock(octx, name); err == nil {
+						release = l.Unlock
+					}
+				} else if p, err := s.Acquire(octx); err == nil {
+					release = p.Release
+				}
+				if release != nil {
+					time.Sleep(familyWork)
+					if release(octx) == nil {
+						counts[w]++
+					}
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	var total, least int64 = 0, -1
+	for _, n := range counts {
+		total += n
+		if least < 0 || n < least {
+			least = n
+		}
+	}
+	if total == 0 {
+		return nan
+	}
+	return float64(least) / (float64(total) / familyWorkers)
+}
+
+// writeFamily writes the family's page.
+func (r *report) writeFamily(out string) error {
+	var sb strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&sb, format, args...) }
+	p("# Benchmarks: the lock family\n\n")
+	p("Generated by `make bench` (`cd bench && go run . -only family`) on %s, %d run(s), on the fenced node set (%s), ",
+		r.started.UTC().Format("2006-01-02"), len(r.runs), r.setOf(true))
+	p("%d cores, %s. Each figure is a ratio (or share) computed within one run; the table shows its median over ", runtime.NumCPU(), runtime.Version())
+	p("the runs and, in brackets, the least and greatest. Clients are fenced, with `WithTTL(10s)` and `WithRetryDelay(1ms, 5ms)` ")
+	p("on both sides of every comparison.\n\n")
+	p("| figure | median [range] | target (issue 25) | verdict |\n|---|---|---|---|\n")
+	f2 := func(s spread, unit string) string {
+		if s.n == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f%s [%.2f–%.2f]", s.med, unit, s.lo, s.hi)
+	}
+	get := func(f func(*familyRow) float64) spread {
+		var xs []float64
+		for _, rd := range r.runs {
+			if rd.family != nil {
+				xs = append(xs, f(rd.family))
+			}
+		}
+		return spreadOf(xs)
+	}
+	verdict := func(s spread, ok bool) string {
+		if s.n == 0 {
+			return "no figure"
+		}
+		if ok {
+			return "met"
+		}
+		return "missed"
+	}
+	for _, kind := range familyCycles[1:] {
+		s := get(func(f *familyRow) float64 {
+			return ratioPos(float64(f.p50[kind]), float64(f.p50[fMutex]))
+		})
+		target, v := "within 1.3x", verdict(s, s.med <= 1.3)
+		if kind == fWrite {
+			target, v = "-", "-"
+		}
+		p("| uncontended %s, p50 / the mutex's | %s | %s | %s |\n", kind, f2(s, "x"), target, v)
+	}
+	s := get(func(f *familyRow) float64 { return ratioF(f.readTput, f.mutexTput) })
+	p("| read-heavy load (%d goroutines, %d%% writes, %v of work each): read-write lock ops/s / the mutex's | %s | at least 3x | %s |\n",
+		familyWorkers, familyWrites, familyWork, f2(s, "x"), verdict(s, s.med >= 3))
+	s = get(func(f *familyRow) float64 { return f.semLeast })
+	m := get(func(f *familyRow) float64 { return f.mutexLeast })
+	p("| semaphore (K=2) handoff fairness: least share of a waiter / a fair share, %d goroutines | %s | shown beside the mutex's | - |\n", familyWorkers, f2(s, ""))
+	p("| the mutex's, same cell | %s | - | - |\n", f2(m, ""))
+	var abs []string
+	for _, kind := range familyCycles {
+		v := get(func(f *familyRow) float64 { return float64(f.p50[kind].Microseconds()) })
+		abs = append(abs, fmt.Sprintf("%s %.0f µs [%.0f–%.0f]", kind, v.med, v.lo, v.hi))
+	}
+	p("\nAbsolute p50s (this machine only): %s.\n\n", strings.Join(abs, "; "))
+	p("How: each run times %d uncontended cycles of each primitive on new names, in %d turns that alternate the primitives; ",
+		r.bench.loadOps/10, r.bench.loadRounds)
+	p("the read-heavy and fairness cells run %d goroutines, each with its own client, for %v on one name. ", familyWorkers, r.bench.contendFor)
+	p("The read-heavy cell's writers use the write lock (the mutex's: Lock), its readers RLock (the mutex's: Lock), ")
+	p("each then sleeps %v before unlocking. A fair share is the cell's acquisitions over %d.\n", familyWork, familyWorkers)
+	return os.WriteFile(out, []byte(sb.String()), 0o644)
+}
