@@ -762,37 +762,8 @@ func TestNodesThatForgotTheScriptsStillServe(t *testing.T) {
 // a lock shares its hash tag). Three one-shard clusters, through go-redis's
 // ClusterClient: acquire, extend, wait for a release, unlock.
 func TestClusterClientsAsNodes(t *testing.T) {
-	g, err := node.StartProcesses(context.Background(), 3, node.Config{
-		Args: []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	nodes := startClusterModeNodes(t, 3)
 	ctx := context.Background()
-	inspect := g.NewClients()
-	defer node.CloseClients(inspect)
-	for i, in := range inspect {
-		if err := in.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
-			t.Fatalf("node %d: %v", i, err)
-		}
-	}
-	for i, in := range inspect {
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			info, _ := in.ClusterInfo(ctx).Result()
-			if strings.Contains(info, "cluster_state:ok") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d: cluster state never ok: %s", i, info)
-			}
-		}
-	}
-	var nodes []redis.UniversalClient
-	for _, nd := range g {
-		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nd.Addr()}})
-		defer cc.Close()
-		nodes = append(nodes, cc)
-	}
 	opts := []redlock.Option{redlock.WithoutFencing(), redlock.WithTTL(5 * time.Second),
 		redlock.WithNodeTimeout(time.Second)}
 	a, err := redlock.New(nodes, opts...)
@@ -820,4 +791,42 @@ func TestClusterClientsAsNodes(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("waiter: %v", err)
 	}
+}
+
+// startClusterModeNodes starts n one-shard Redis Clusters, each serving
+// every slot, and returns a ClusterClient for each.
+func startClusterModeNodes(t *testing.T, n int) []redis.UniversalClient {
+	t.Helper()
+	g, err := node.StartProcesses(context.Background(), n, node.Config{
+		Args: []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	ctx := context.Background()
+	inspect := g.NewClients()
+	t.Cleanup(func() { node.CloseClients(inspect) })
+	for i, in := range inspect {
+		if err := in.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	for i, in := range inspect {
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			info, _ := in.ClusterInfo(ctx).Result()
+			if strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: cluster state never ok: %s", i, info)
+			}
+		}
+	}
+	var nodes []redis.UniversalClient
+	for _, nd := range g {
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nd.Addr()}})
+		t.Cleanup(func() { cc.Close() })
+		nodes = append(nodes, cc)
+	}
+	return nodes
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -117,44 +116,6 @@ func TestReviewMultiWrongTypeMemberBehindAHeldOne(t *testing.T) {
 			}
 		})
 	}
-}
-
-// startClusterModeNodes starts n one-shard Redis Clusters, each serving
-// every slot, and returns a ClusterClient for each.
-func startClusterModeNodes(t *testing.T, n int) []redis.UniversalClient {
-	t.Helper()
-	g, err := node.StartProcesses(context.Background(), n, node.Config{
-		Args: []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	ctx := context.Background()
-	inspect := g.NewClients()
-	t.Cleanup(func() { node.CloseClients(inspect) })
-	for i, in := range inspect {
-		if err := in.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
-			t.Fatalf("node %d: %v", i, err)
-		}
-	}
-	for i, in := range inspect {
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			info, _ := in.ClusterInfo(ctx).Result()
-			if strings.Contains(info, "cluster_state:ok") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d: cluster state never ok: %s", i, info)
-			}
-		}
-	}
-	var nodes []redis.UniversalClient
-	for _, nd := range g {
-		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nd.Addr()}})
-		t.Cleanup(func() { cc.Close() })
-		nodes = append(nodes, cc)
-	}
-	return nodes
 }
 
 // Redis Cluster clients as the nodes of an unfenced client (which the

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -175,37 +174,8 @@ func TestReviewSemSizeExpiresUnderAHeldPermitWithoutFencing(t *testing.T) {
 // standalone or Sentinel nodes ... use WithoutFencing", to a client that
 // has no fencing. The error must name the semaphore's limitation.
 func TestReviewSemClusterNodesWithoutFencing(t *testing.T) {
-	g, err := node.StartProcesses(context.Background(), 3, node.Config{
-		Args: []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	nodes := startClusterModeNodes(t, 3)
 	ctx := context.Background()
-	inspect := g.NewClients()
-	defer node.CloseClients(inspect)
-	for i, in := range inspect {
-		if err := in.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
-			t.Fatalf("node %d: %v", i, err)
-		}
-	}
-	for i, in := range inspect {
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			info, _ := in.ClusterInfo(ctx).Result()
-			if strings.Contains(info, "cluster_state:ok") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d: cluster state never ok: %s", i, info)
-			}
-		}
-	}
-	var nodes []redis.UniversalClient
-	for _, nd := range g {
-		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nd.Addr()}})
-		defer cc.Close()
-		nodes = append(nodes, cc)
-	}
 	c, err := redlock.New(nodes, redlock.WithoutFencing(), redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)

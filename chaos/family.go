@@ -100,14 +100,7 @@ func (w *workload) runFamily(ctx context.Context, id int, c *redlock.Client) {
 // per resource.
 func (w *workload) holdFamily(id, seq int, x Hold, resources []string, release func(context.Context) error) {
 	w.inCS.Add(1)
-	select {
-	case d := <-w.pauses: // stop the world, right after acquiring
-		x.Paused = d
-		i := w.h.addFault(Fault{At: w.now(), Target: fmt.Sprintf("worker %d", id), What: "client paused"})
-		time.Sleep(d)
-		w.h.endFault(i, w.now())
-	default:
-	}
+	x.Paused = w.maybePause(id)
 	holder := fmt.Sprintf("w%d#%d", id, seq)
 	xs := make([]Hold, len(resources))
 	for i, r := range resources {

@@ -11,9 +11,10 @@ import (
 
 // The lock family's workloads under a paused client, with and without
 // fencing: the paused holder overlaps the next one, and with fencing the
-// store refuses its stale operations; the checkers find no stale write or
-// read accepted, no token out of order, and never more permits than K.
-// Under an empty restart nothing overlaps.
+// store refuses its stale operations; with fencing the checkers find no
+// stale write or read accepted, no token out of order, and never more
+// permits than K, under an empty restart too (without fencing an empty
+// restart may let holders overlap, as for the mutex).
 func TestFamilyWorkloads(t *testing.T) {
 	var results []*chaos.Result
 	for _, p := range chaos.Primitives {
@@ -32,7 +33,10 @@ func TestFamilyWorkloads(t *testing.T) {
 					t.Errorf("%s, fenced %v: %s", r.Name(), fenced, r.Verdict.Text)
 				case fenced && name == "client-pause" && f.StaleRejected == 0:
 					t.Errorf("%s, fenced: the paused holder's stale operation was not refused (nothing exercised)", r.Name())
-				case f.OverPermits > 0 || f.Duplicates > 0 || f.TokenOrder > 0:
+				case fenced && (f.OverPermits > 0 || f.Duplicates > 0 || f.TokenOrder > 0):
+					// Unfenced, an empty restart may let two holders overlap
+					// (docs/chaos.md: restart-empty is "possible" without
+					// fencing), and the verdict allows it.
 					t.Errorf("%s, fenced %v: %+v", r.Name(), fenced, f)
 				}
 			}

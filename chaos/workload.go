@@ -60,14 +60,7 @@ func (w *workload) run(ctx context.Context, id int, lk Locker) {
 		x := Hold{Worker: id, Seq: seq, Invoke: inv, Grant: w.now(), Until: l.Until().Sub(w.start),
 			Token: l.Token(), Nodes: outcomes(l.Nodes())}
 		w.inCS.Add(1)
-		select {
-		case d := <-w.pauses: // stop the world, right after acquiring
-			x.Paused = d
-			i := w.h.addFault(Fault{At: w.now(), Target: fmt.Sprintf("worker %d", id), What: "client paused"})
-			time.Sleep(d)
-			w.h.endFault(i, w.now())
-		default:
-		}
+		x.Paused = w.maybePause(id)
 		holder := fmt.Sprintf("w%d#%d", id, seq)
 		x.Read = w.read(l.Token(), holder)
 		if x.Read.Accepted {
@@ -83,6 +76,21 @@ func (w *workload) run(ctx context.Context, id int, lk Locker) {
 		// Rest a little between jobs, as real workers do; without it the
 		// releasing worker tends to win the lock straight back.
 		time.Sleep(rand.N(w.cfg.TTL / 10))
+	}
+}
+
+// maybePause stops worker id, right after it acquired, for the pause a
+// scenario left for the next holder (Env.PauseNextHolder), if any, and
+// records it; it returns how long.
+func (w *workload) maybePause(id int) time.Duration {
+	select {
+	case d := <-w.pauses:
+		i := w.h.addFault(Fault{At: w.now(), Target: fmt.Sprintf("worker %d", id), What: "client paused"})
+		time.Sleep(d)
+		w.h.endFault(i, w.now())
+		return d
+	default:
+		return 0
 	}
 }
 
