@@ -192,6 +192,9 @@ var (
 	// with a '}', "jobs}"), or use standalone or Sentinel nodes. Refused
 	// before anything is sent.
 	ErrSpansSlots = errors.New("redlock: the keys span hash slots, which Cluster and Ring nodes cannot run in one script")
+	// ErrDowngradeReentered: Downgrade of a write hold with open reentries
+	// (Reentrant), or of a reentry: the frames that reentered still write.
+	ErrDowngradeReentered = errors.New("redlock: a write hold with open reentries cannot be downgraded")
 	// ErrNoNames: a multi-lock was given no names.
 	ErrNoNames = errors.New("redlock: a multi-lock needs at least one name")
 	// ErrTooManyNames: a multi-lock was given more than MaxMultiNames names.

@@ -2,10 +2,14 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
@@ -78,33 +82,57 @@ func (l *RWLock) Unlock(ctx context.Context) error {
 
 // Downgrade turns a write hold into a read hold, keeping its token and its
 // validity, in one step on each node: no other writer can take the lock in
-// between. It succeeds once a majority has turned it; on a node where it
-// did not land the hold stays a writer's until Unlock, which releases
-// either. A read hold's Downgrade does nothing. ErrExpired: the write hold
-// was no longer held on a majority.
+// between, and the holder leaves the writers' queue. It succeeds once a
+// majority has turned it; on a node where it did not land the hold stays a
+// writer's until Unlock, which releases either.
+//
+// From the call on, the hold is a read hold, whatever the result: a call
+// that failed may still land on the nodes it reached (a paused node runs it
+// when it resumes), and let readers in. Do not write after calling it.
+// ErrExpired: the write hold was no longer held on a majority, or its
+// validity had ended; ErrReleased: it was unlocked; ErrDowngradeReentered:
+// it has open reentries (Reentrant), whose frames still write, or this is
+// one. A read hold's Downgrade does nothing.
 func (l *RWLock) Downgrade(ctx context.Context) error {
-	l = l.root()
+	if l.outer != nil {
+		return fmt.Errorf("%w: %q (a reentry)", ErrDowngradeReentered, l.Name())
+	}
 	if l.reading.Load() {
 		return nil
 	}
-	if l.l.Released() {
+	l.holds.mu.Lock()
+	open := l.holds.extra > 0
+	l.holds.mu.Unlock()
+	switch {
+	case open:
+		return fmt.Errorf("%w: %q", ErrDowngradeReentered, l.Name())
+	case l.l.Released():
 		return &QuorumError{Op: "downgrade", Name: l.Name(), Kind: ErrReleased}
+	case isClosed(l.l.Done()) || l.l.Remaining() <= 0:
+		return &QuorumError{Op: "downgrade", Name: l.Name(), Kind: ErrExpired}
 	}
+	l.reading.Store(true) // see above: any node the call reaches may let readers in
 	call := lease.Downgrade(&l.l)
 	op := func(ctx context.Context, _ int, node redis.UniversalClient) (round.Outcome, int64, error) {
-		return lease.Answer(ctx, call, node)
+		o, v, err := lease.Answer(ctx, call, node)
+		if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return round.NodeFailed, 0, kind.WrongType(err)
+		}
+		return o, v, err
 	}
 	t, err := l.c.rounds.Run(ctx, round.Spec{Name: "downgrade", Op: op}, (*round.Tally).WonOrRefused, nil)
 	if t == nil {
 		return err
 	}
 	if t.Won() {
-		l.reading.Store(true)
 		return nil
 	}
 	k := ErrUnavailable
-	if t.RefusedByMajority() {
+	switch {
+	case t.RefusedByMajority():
 		k = ErrExpired
+	case slices.ContainsFunc(t.Results, func(r NodeResult) bool { return errors.Is(r.Err, ErrWrongType) }):
+		k = ErrWrongType
 	}
 	return &QuorumError{Op: "downgrade", Name: l.Name(), Kind: k, Cause: err, Nodes: t.Snapshot()}
 }

@@ -166,6 +166,9 @@ func (m *RWMutex) held(ctx context.Context, reader, reentrant bool) (*RWLock, er
 		if l.c != m.c || l.Name() != m.name {
 			continue
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, &QuorumError{Op: "lock", Name: m.name, Cause: err}
+		}
 		live := !l.l.Released() && !isClosed(l.Done())
 		switch {
 		case reentrant && reader == l.Reading():

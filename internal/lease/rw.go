@@ -90,5 +90,6 @@ func (s *rw) Extend(l *Lease, ttlArg any) *nodescript.Call {
 // each node (lua/rw_downgrade.lua).
 func Downgrade(l *Lease) *nodescript.Call {
 	s := l.shape.(*rw)
-	return nodescript.NewCall(nodescript.RWDowngrade, []any{s.keyArgs[0], s.readers}, s.value)
+	k := s.keyArgs
+	return nodescript.NewCall(nodescript.RWDowngrade, []any{k[0], s.readers, k[2], k[3], k[4]}, s.value, l.waiter)
 }

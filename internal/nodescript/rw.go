@@ -67,5 +67,5 @@ if not ID then return {-1, 0} end
 	// RWExtend extends either side (lua/rw_extend.lua).
 	RWExtend = luascript.New(rwExtendSource)
 	// RWDowngrade turns the writer into a reader (lua/rw_downgrade.lua).
-	RWDowngrade = luascript.New(rwDowngradeSource)
+	RWDowngrade = luascript.New(wrongTypePrelude + rwDowngradeSource)
 )

@@ -9,6 +9,12 @@
 --   ARGV: release.lua's
 local was = redis.pcall('ZREM', KEYS[6], ARGV[1])
 if was == 1 then
+  -- A reader that waited as a writer (then downgraded) leaves the queue
+  -- here too, whatever other readers remain.
+  if ARGV[3] == '1' and ARGV[4] ~= '' then
+    redis.call('ZREM', KEYS[4], ARGV[4])
+    redis.call('ZREM', KEYS[5], ARGV[4])
+  end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)

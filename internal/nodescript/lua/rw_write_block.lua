@@ -14,6 +14,7 @@ do
   local purged = redis.pcall('ZREMRANGEBYSCORE', READERS, '-inf', now)
   if type(purged) == 'table' and purged.err then return wrongType(READERS) end
   if redis.call('ZCARD', READERS) > 0 then
+    local refused = 0
     if FENCED then
       local id = nodeID()
       if not id then
@@ -21,10 +22,11 @@ do
         return {-1, 0}
       end
       if (redis.call('GET', ROSTERKEY) or '') ~= ROSTER then return {-3, 0} end
-      enqueue()
-      return {0, 0}
+      refused = {0, 0}
     end
-    enqueue()
-    return 0
+    -- A copy of a call that was rolled back (its marker is here) must not
+    -- queue its waiter again: it gave up.
+    if redis.call('EXISTS', KEYS[2]) == 0 then enqueue() end
+    return refused
   end
 end
