@@ -207,10 +207,11 @@ func (s *Semaphore) trySlot(ctx context.Context, i int, ls term) (*Permit, error
 }
 
 // freeSlots asks every node which slots it holds (one round, read only)
-// and returns the slots other than tried that are free on a majority of
-// the nodes that answered, from a random place on. Nodes that do not
-// answer count as holding every slot: a slot worth trying is free where a
-// majority can grant it.
+// and returns the slots other than tried that a majority may still grant,
+// from tried on: those held on at most N - majority of the nodes that
+// answered. (Counting the free ones among those that answered would pass
+// over a slot this client just released, its release still on its way to
+// one of them.)
 func (s *Semaphore) freeSlots(ctx context.Context, tried int) []int {
 	c := s.c
 	keys := make([]any, s.permits)
@@ -219,17 +220,17 @@ func (s *Semaphore) freeSlots(ctx context.Context, tried int) []int {
 	}
 	call := nodescript.NewCall(nodescript.Census, keys)
 	var mu sync.Mutex
-	free := make([]int, s.permits)
+	held := make([]int, s.permits)
 	op := func(ctx context.Context, _ int, node redis.UniversalClient) (round.Outcome, int64, error) {
-		held, err := call.Run(ctx, node).Int64Slice()
-		if err != nil || len(held) != s.permits {
+		on, err := call.Run(ctx, node).Int64Slice()
+		if err != nil || len(on) != s.permits {
 			return round.NodeFailed, 0, err
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		for i, h := range held {
-			if h == 0 {
-				free[i]++
+		for i, h := range on {
+			if h != 0 {
+				held[i]++
 			}
 		}
 		return round.NodeGranted, 0, nil
@@ -239,10 +240,10 @@ func (s *Semaphore) freeSlots(ctx context.Context, tried int) []int {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	need := round.Majority(len(c.nodes))
+	most := len(c.nodes) - round.Majority(len(c.nodes))
 	var out []int
 	for k := 1; k < s.permits; k++ {
-		if i := (tried + k) % s.permits; free[i] >= need {
+		if i := (tried + k) % s.permits; held[i] <= most {
 			out = append(out, i)
 		}
 	}

@@ -307,3 +307,56 @@ func TestSemaphoreBadInput(t *testing.T) {
 		t.Errorf("TryAcquire on a cancelled ctx: %v", err)
 	}
 }
+
+// The census must not pass over a slot this client has just released
+// while its release is still on its way to one node: with that node among
+// the first to answer the census (the other's census delayed), the slot
+// counted free on only one of the two that answered, and a semaphore
+// with that one slot free answered ErrLocked (seen once in CI, in the
+// review's MaxPermits replay). A slot is worth trying while a majority may
+// still grant it.
+func TestCensusCountsASlotWhoseReleaseIsInFlight(t *testing.T) {
+	cl := startCluster(t, 3)
+	var delayRelease atomic.Bool
+	var censuses atomic.Int32
+	hooks := map[int]redis.Hook{
+		0: beforeScript{"census", func() {
+			if delayRelease.Load() { // a census right after the release
+				censuses.Add(1)
+			}
+			time.Sleep(150 * time.Millisecond) // nodes 1 and 2 answer the census first
+		}},
+		2: beforeScript{"release", func() {
+			if delayRelease.Load() {
+				time.Sleep(400 * time.Millisecond) // this client's release reaches node 2 late
+			}
+		}},
+	}
+	c := cl.hookedOn(t, hooks, redlock.WithNodeTimeout(time.Second))
+	cl.holdAsStranger(t, "inflight#0", 0, 1, 2)
+	ctx := context.Background()
+	s := semaphore(t, c, "inflight", 2)
+	// The census runs when the attempt's random first slot is the held one:
+	// about every other round.
+	for i := 0; i < 24 && censuses.Load() < 3; i++ {
+		delayRelease.Store(false)
+		p, err := s.TryAcquire(ctx)
+		if err != nil {
+			t.Fatalf("round %d: the one free slot: %v", i, err)
+		}
+		delayRelease.Store(true)
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p, err = s.TryAcquire(ctx)
+		if err != nil {
+			t.Fatalf("round %d: right after releasing the one free slot (its release still on its way to node 2): %v", i, err)
+		}
+		delayRelease.Store(false)
+		_ = p.Release(ctx)
+		time.Sleep(450 * time.Millisecond) // the delayed release lands
+	}
+	if censuses.Load() == 0 {
+		t.Fatal("no census ran: the replay did not reach the case")
+	}
+}
