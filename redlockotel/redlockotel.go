@@ -206,10 +206,12 @@ func (o *Observer) nodeAttr(i int) attribute.KeyValue {
 // Result is the low-cardinality label for an operation's error: "ok" for
 // nil, "canceled" when the caller's context ended it, else the kind of
 // failure, one label per sentinel error of package redlock (several share
-// one: the three bad-name errors are "bad_name", the configuration errors of
-// New are "bad_config" (ErrNilOption too, from any call), a nil function
-// given to Do is "bad_input", ErrReleased counts as "expired"). An error that
-// matches none is "error".
+// one: the bad-name errors are "bad_name" (a multi-lock's name list too),
+// the configuration errors of New are "bad_config" (ErrNilOption and
+// ErrSpansSlots too, from any call), a nil function given to Do and the
+// lock family's misuses (ErrNotForExtend, ErrBadPermits,
+// ErrDowngradeReentered) are "bad_input", ErrReleased counts as
+// "expired"). An error that matches none is "error".
 func Result(err error) string {
 	switch {
 	case err == nil:
@@ -271,6 +273,17 @@ var resultLabels = []struct {
 	{redlock.ErrTTLTooLong, "bad_config"},
 	{redlock.ErrNilOption, "bad_config"},
 	{redlock.ErrNilFunc, "bad_input"},
+	{redlock.ErrPermits, "permits"},
+	{redlock.ErrHeldByContext, "held_by_context"},
+	{redlock.ErrUpgrade, "upgrade"},
+	{redlock.ErrReadUnderWrite, "read_under_write"},
+	{redlock.ErrSpansSlots, "bad_config"},
+	{redlock.ErrNotForExtend, "bad_input"},
+	{redlock.ErrBadPermits, "bad_input"},
+	{redlock.ErrDowngradeReentered, "bad_input"},
+	{redlock.ErrNoNames, "bad_name"},
+	{redlock.ErrTooManyNames, "bad_name"},
+	{redlock.ErrDuplicateName, "bad_name"},
 }
 
 var outcomeNames = map[redlock.Outcome]string{
