@@ -156,21 +156,26 @@ func (h *holds) add(l *lease.Lease) error {
 
 // Context returns a copy of ctx that carries l, for a Reentrant TryLock,
 // Lock or Do through it (or a context derived from it).
-func (l *Lock) Context(ctx context.Context) context.Context {
-	return context.WithValue(ctx, heldKey{}, &held{lock: l, next: heldIn(ctx)})
+func (l *Lock) Context(ctx context.Context) context.Context { return withHeld(ctx, l) }
+
+// heldKey is the context key of the holds of one kind (*Lock, *RWLock) a
+// context carries.
+type heldKey[T any] struct{}
+
+// held lists the holds of one kind a context carries, innermost first.
+type held[T any] struct {
+	lock T
+	next *held[T]
 }
 
-// heldKey is the context key of the locks a context holds.
-type heldKey struct{}
-
-// held is a list of the locks a context holds, innermost first.
-type held struct {
-	lock *Lock
-	next *held
+// withHeld returns a copy of ctx that carries l too.
+func withHeld[T any](ctx context.Context, l T) context.Context {
+	return context.WithValue(ctx, heldKey[T]{}, &held[T]{lock: l, next: heldIn[T](ctx)})
 }
 
-func heldIn(ctx context.Context) *held {
-	h, _ := ctx.Value(heldKey{}).(*held)
+// heldIn is the list of holds of kind T that ctx carries.
+func heldIn[T any](ctx context.Context) *held[T] {
+	h, _ := ctx.Value(heldKey[T]{}).(*held[T])
 	return h
 }
 
@@ -182,7 +187,7 @@ func (c *Client) reentry(ctx context.Context, name string, reentrant, wait bool)
 	if !reentrant && !wait {
 		return nil, nil
 	}
-	for h := heldIn(ctx); h != nil; h = h.next {
+	for h := heldIn[*Lock](ctx); h != nil; h = h.next {
 		l := h.lock.root()
 		if l.c != c || l.Name() != name {
 			continue

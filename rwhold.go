@@ -148,19 +148,4 @@ func (l *RWLock) Upgrade(context.Context) error {
 // lock through it (or a context derived from it) is refused with
 // ErrUpgrade while l is a read hold, where it would wait for itself. Do
 // and DoRead give fn such a context.
-func (l *RWLock) Context(ctx context.Context) context.Context {
-	return context.WithValue(ctx, rwHeldKey{}, &rwHeld{lock: l, next: rwHeldIn(ctx)})
-}
-
-type rwHeldKey struct{}
-
-// rwHeld lists the read-write holds a context carries, innermost first.
-type rwHeld struct {
-	lock *RWLock
-	next *rwHeld
-}
-
-func rwHeldIn(ctx context.Context) *rwHeld {
-	h, _ := ctx.Value(rwHeldKey{}).(*rwHeld)
-	return h
-}
+func (l *RWLock) Context(ctx context.Context) context.Context { return withHeld(ctx, l) }

@@ -161,7 +161,7 @@ func (m *RWMutex) do(ctx context.Context, reader bool, fn func(ctx context.Conte
 // and without Reentrant ErrHeldByContext, as each would wait for itself.
 // It returns nil, nil if ctx carries no live hold of this lock.
 func (m *RWMutex) held(ctx context.Context, reader, reentrant bool) (*RWLock, error) {
-	for h := rwHeldIn(ctx); h != nil; h = h.next {
+	for h := heldIn[*RWLock](ctx); h != nil; h = h.next {
 		l := h.lock.root()
 		if l.c != m.c || l.Name() != m.name {
 			continue
