@@ -112,7 +112,7 @@ func (b *bench) measure(ctx context.Context, out string) error {
 		}
 		if b.steps["family"] {
 			progress("run %d: family", run+1)
-			b.familyStep(ctx, run, aof, rd)
+			b.familyStep(ctx, run, aof, plain, rd)
 		}
 		release()
 		rep.runs = append(rep.runs, rd)
