@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/quorumlock/redlock"
@@ -139,84 +138,33 @@ func familyCycle(ctx context.Context, c *redlock.Client, kind, name string) (tim
 	return time.Since(start), true
 }
 
-// readHeavy runs familyWorkers goroutines, each with its own client, for
-// contendFor on one name: familyWrites percent of their operations hold
-// the write lock (or, without rw, the mutex) for familyWork, the rest a
-// read lock (the mutex) for as long. It returns the operations completed
-// per second.
-func (b *bench) readHeavy(ctx context.Context, addrs []string, name string, rw bool) float64 {
-	var done atomic.Int64
-	deadline := time.Now().Add(b.contendFor)
-	var wg sync.WaitGroup
-	for w := range familyWorkers {
+// acquire is one acquisition of a contended cell: worker w's i-th, by
+// client c, within ctx; it returns the release, or nil if not acquired.
+type acquire func(ctx context.Context, c *redlock.Client, w, i int) func(context.Context) error
+
+// familyCell runs familyWorkers goroutines, each with its own client, for
+// contendFor: each acquires with take, holds for familyWork and releases,
+// again and again. It returns each worker's completed cycles, or nil if a
+// client could not be built.
+func (b *bench) familyCell(ctx context.Context, addrs []string, take acquire) []int64 {
+	clients := make([]*redlock.Client, familyWorkers)
+	for w := range clients {
 		c, close, err := familyClient(addrs)
 		if err != nil {
 			progress("family: %v", err)
-			return nan
+			return nil
 		}
-		wg.Go(func() {
-			defer close()
-			m, _ := c.RWMutex(name)
-			for i := 0; time.Now().Before(deadline); i++ {
-				octx, cancel := context.WithTimeout(ctx, opTimeout)
-				var release func(context.Context) error
-				write := (i*familyWorkers+w)%100 < familyWrites
-				switch {
-				case !rw:
-					if l, err := c.Lock(octx, name); err == nil {
-						release = l.Unlock
-					}
-				case write:
-					if l, err := m.Lock(octx); err == nil {
-						release = l.Unlock
-					}
-				default:
-					if l, err := m.RLock(octx); err == nil {
-						release = l.Unlock
-					}
-				}
-				if release != nil {
-					time.Sleep(familyWork)
-					if release(octx) == nil {
-						done.Add(1)
-					}
-				}
-				cancel()
-			}
-		})
+		defer close()
+		clients[w] = c
 	}
-	wg.Wait()
-	return float64(done.Load()) / b.contendFor.Seconds()
-}
-
-// fairness runs familyWorkers goroutines, each with its own client,
-// contending for contendFor for a semaphore of permits (1: the mutex),
-// each holding for familyWork; it returns the least share of acquisitions
-// a goroutine got, over a fair share (1 is perfectly fair).
-func (b *bench) fairness(ctx context.Context, addrs []string, name string, permits int) float64 {
 	counts := make([]int64, familyWorkers)
 	deadline := time.Now().Add(b.contendFor)
 	var wg sync.WaitGroup
-	for w := range familyWorkers {
-		c, close, err := familyClient(addrs)
-		if err != nil {
-			progress("family: %v", err)
-			return nan
-		}
+	for w, c := range clients {
 		wg.Go(func() {
-			defer close()
-			s, _ := c.Semaphore(name, max(permits, 1))
-			for time.Now().Before(deadline) {
+			for i := 0; time.Now().Before(deadline); i++ {
 				octx, cancel := context.WithTimeout(ctx, opTimeout)
-				var release func(context.Context) error
-				if permits == 1 {
-					if l, err := c.Lock(octx, name); err == nil {
-						release = l.Unlock
-					}
-				} else if p, err := s.Acquire(octx); err == nil {
-					release = p.Release
-				}
-				if release != nil {
+				if release := take(octx, c, w, i); release != nil {
 					time.Sleep(familyWork)
 					if release(octx) == nil {
 						counts[w]++
@@ -227,6 +175,62 @@ func (b *bench) fairness(ctx context.Context, addrs []string, name string, permi
 		})
 	}
 	wg.Wait()
+	return counts
+}
+
+// readHeavy is a contended cell on one name: familyWrites percent of the
+// operations hold the write lock (or, without rw, the mutex), the rest a
+// read lock (the mutex). It returns the operations completed per second.
+func (b *bench) readHeavy(ctx context.Context, addrs []string, name string, rw bool) float64 {
+	counts := b.familyCell(ctx, addrs, func(ctx context.Context, c *redlock.Client, w, i int) func(context.Context) error {
+		m, _ := c.RWMutex(name)
+		write := (i*familyWorkers+w)%100 < familyWrites
+		switch {
+		case !rw:
+			if l, err := c.Lock(ctx, name); err == nil {
+				return l.Unlock
+			}
+		case write:
+			if l, err := m.Lock(ctx); err == nil {
+				return l.Unlock
+			}
+		default:
+			if l, err := m.RLock(ctx); err == nil {
+				return l.Unlock
+			}
+		}
+		return nil
+	})
+	if counts == nil {
+		return nan
+	}
+	var done int64
+	for _, n := range counts {
+		done += n
+	}
+	return float64(done) / b.contendFor.Seconds()
+}
+
+// fairness is a contended cell on a semaphore of permits (1: the mutex);
+// it returns the least share of acquisitions a goroutine got, over a fair
+// share (1 is perfectly fair).
+func (b *bench) fairness(ctx context.Context, addrs []string, name string, permits int) float64 {
+	counts := b.familyCell(ctx, addrs, func(ctx context.Context, c *redlock.Client, _, _ int) func(context.Context) error {
+		if permits == 1 {
+			if l, err := c.Lock(ctx, name); err == nil {
+				return l.Unlock
+			}
+			return nil
+		}
+		s, _ := c.Semaphore(name, permits)
+		if p, err := s.Acquire(ctx); err == nil {
+			return p.Release
+		}
+		return nil
+	})
+	if counts == nil {
+		return nan
+	}
 	var total, least int64 = 0, -1
 	for _, n := range counts {
 		total += n
