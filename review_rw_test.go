@@ -149,16 +149,7 @@ func TestReviewRWDowngradedWaiterBlocksNewReaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan *redlock.RWLock, 1)
-	go func() {
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		w, err := m.Lock(wctx)
-		if err != nil {
-			t.Errorf("the writer: %v", err)
-		}
-		got <- w
-	}()
+	got := writeInBackground(t, m, "the writer")
 	time.Sleep(200 * time.Millisecond) // the writer is refused by r1, and queued
 	if err := r1.Unlock(ctx); err != nil {
 		t.Fatal(err)

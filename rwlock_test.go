@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -117,16 +118,7 @@ func TestRWWaitingWriterBlocksNewReaders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make(chan *redlock.RWLock, 1)
-		go func() {
-			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			w, err := m.Lock(wctx)
-			if err != nil {
-				t.Errorf("ruleGone=%v: the writer: %v", ruleGone, err)
-			}
-			got <- w
-		}()
+		got := writeInBackground(t, m, fmt.Sprintf("ruleGone=%v: the writer", ruleGone))
 		// The writer is refused by the reader, and so queued, within a few attempts.
 		var r2err error
 		deadline := time.Now().Add(5 * time.Second)
@@ -157,6 +149,22 @@ func TestRWWaitingWriterBlocksNewReaders(t *testing.T) {
 			_ = w.Unlock(ctx)
 		}
 	}
+}
+
+// writeInBackground takes m's write hold in the background, waiting up to
+// 10 s, and delivers it (nil, after an error named what, if it failed).
+func writeInBackground(t *testing.T, m *redlock.RWMutex, what string) <-chan *redlock.RWLock {
+	got := make(chan *redlock.RWLock, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		w, err := m.Lock(wctx)
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+		got <- w
+	}()
+	return got
 }
 
 // readerIgnoringTheQueue is the fenced reader script without its rule
