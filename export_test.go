@@ -65,8 +65,8 @@ func ScriptName(args []any) string {
 		{"rw-extend", nodescript.RWExtend}, {"rw-release", nodescript.RWRelease},
 		{"rw-read-commit", nodescript.RWReadCommit}, {"rw-write-commit", nodescript.RWWriteCommit},
 		{"rw-downgrade", nodescript.RWDowngrade},
-		{"census", nodescript.Census}, {"slot-acquire", nodescript.FencedSlotAcquire}, {"slot-acquire", nodescript.SlotAcquire},
-		{"slot-extend", nodescript.SlotExtend}, {"set-permits", nodescript.SetPermits},
+		{"census", nodescript.Census}, {"sem-acquire", nodescript.FencedSemAcquire}, {"sem-acquire", nodescript.SemAcquire}, {"sem-release", nodescript.SemRelease},
+		{"sem-extend", nodescript.SemExtend}, {"set-permits", nodescript.SetPermits},
 	} {
 		if h := s.s.Hash(); h != "" && body == h || body == s.s.Source() {
 			return s.name

@@ -2,29 +2,43 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/lease"
 )
 
-// Permit is one of a semaphore's permits, held on a majority of the nodes:
-// the lease of one slot. Its methods are safe for concurrent use.
+// Permit is one or more of a semaphore's permits, held together on a
+// majority of the nodes: the lease of that many slots, with one validity
+// and one token. Its methods are safe for concurrent use.
 type Permit struct {
-	c    *Client
-	slot int
-	l    lease.Lease
+	c     *Client
+	slots []int
+	l     lease.Lease
 }
 
-// Slot is the permit's slot, from 0 to the semaphore's permits less one.
-func (p *Permit) Slot() int { return p.slot }
+// Slot is the permit's first slot, from 0 to the semaphore's permits less
+// one: its only one unless it was taken by TryAcquireN or AcquireN for
+// several.
+func (p *Permit) Slot() int { return p.slots[0] }
 
-// Name is the slot's lock name, "<semaphore>#<slot>": fence the
-// protected resource per slot under it (the token order is per slot).
+// Slots are the permit's slots, in increasing order.
+func (p *Permit) Slots() []int { return slices.Clone(p.slots) }
+
+// Name is the permit's lease name: its slot's lock name,
+// "<semaphore>#<slot>", under which to fence the protected resource per
+// slot (the token order is per slot); for several slots, their names
+// joined by commas (see Names).
 func (p *Permit) Name() string { return p.l.Name() }
 
+// Names are the lock names of the permit's slots, in the order of Slots:
+// the fence marks under which its token is accepted.
+func (p *Permit) Names() []string { return p.l.Names() }
+
 // Token is the permit's fencing token: larger than every earlier token of
-// its slot, so a fence that keeps one mark per slot refuses a paused
-// holder of the slot once it has a newer one. 0 without fencing.
+// each of its slots (committed as every slot's token at once, as a
+// multi-lock's), so a fence that keeps one mark per slot refuses a paused
+// holder of a slot once it has a newer one. 0 without fencing.
 func (p *Permit) Token() uint64 { return p.l.Token() }
 
 // Until is the end of the permit's validity, as Lock.Until.

@@ -99,7 +99,7 @@ func (m *RWMutex) Lock(ctx context.Context, opts ...LockOption) (*RWLock, error)
 		return l, err
 	}
 	key := lease.RWKey(m.c.cfg.keyPrefix, m.name)
-	return waitInLine(ctx, m.c, m.name, key, func(ctx context.Context, waiter string, waited time.Duration) (*RWLock, error) {
+	return waitInLine(ctx, m.c, m.name, key, "", func(ctx context.Context, waiter string, waited time.Duration) (*RWLock, error) {
 		return m.attempt(ctx, false, waiter, waited, ls)
 	})
 }

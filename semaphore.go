@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/kind"
@@ -66,56 +64,65 @@ func (s *Semaphore) Name() string { return s.name }
 // Permits is the number of permits this Semaphore was built with.
 func (s *Semaphore) Permits() int { return s.permits }
 
-// TryAcquire makes one attempt to take a permit: it tries a slot chosen at
-// random and, if another holder has it, asks the nodes which slots are free
-// and tries those, one at a time, until one is granted. It never holds two
-// slots for one call. It fails with ErrLocked when every slot is held,
-// and otherwise as TryLock does, or with ErrPermits (no retry fixes it).
+// TryAcquire makes one attempt to take a permit (TryAcquireN of one).
 func (s *Semaphore) TryAcquire(ctx context.Context, opts ...LockOption) (*Permit, error) {
-	ls, err := s.c.leaseOf(s.c.defaultLease(), opts)
+	return s.TryAcquireN(ctx, 1, opts...)
+}
+
+// TryAcquireN makes one attempt to take n permits at once, all or none: a
+// permit of n slots, held together, with one validity and one token. For
+// one permit it tries a slot chosen at random and, if another holder has
+// it, asks the nodes which slots are free and tries those, one at a time,
+// until one is granted; for several it asks first, and tries n slots that
+// a majority may grant. It never holds more than n slots for one call. It
+// does not wait in the semaphore's line, and is refused while waiters
+// (Acquire) are in line for the free slots. It fails with ErrLocked when
+// the slots are held or waited for, and otherwise as TryLock does, with
+// ErrPermits (no retry fixes it), or with ErrBadPermits if n is not
+// between 1 and the semaphore's permits (nothing sent).
+func (s *Semaphore) TryAcquireN(ctx context.Context, n int, opts ...LockOption) (*Permit, error) {
+	ls, err := s.request(n, opts)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: s.name, Cause: err}
 	}
-	return s.tryAcquire(ctx, ls)
+	return s.take(ctx, n, ls, "", 0)
 }
 
-func (s *Semaphore) tryAcquire(ctx context.Context, ls term) (*Permit, error) {
-	first := rand.N(s.permits)
-	p, err := s.trySlot(ctx, first, ls)
-	var qe *QuorumError
-	if err == nil || !errors.As(err, &qe) || !contended(qe) {
-		return p, err
-	}
-	for _, i := range s.freeSlots(ctx, first) {
-		p, err2 := s.trySlot(ctx, i, ls)
-		if err2 == nil || !errors.As(err2, &qe) || !contended(qe) {
-			return p, err2
-		}
-	}
-	qe.Name = s.name // every slot tried is held: the semaphore is full
-	return nil, qe
-}
-
-// Acquire takes a permit, retrying until it gets one, ctx ends, or an
-// outage outlasts the client's bound (WithMaxOutage), and gives up at once
-// on the errors Lock gives up on and on ErrPermits. It retries after the
-// client's retry delay: waiters are not queued, so a permit given back
-// goes to whichever waiter tries first, not to the one that waited
-// longest (docs/semaphore.md).
+// Acquire takes a permit, waiting in line (AcquireN of one).
 func (s *Semaphore) Acquire(ctx context.Context, opts ...LockOption) (*Permit, error) {
-	ls, err := s.c.leaseOf(s.c.defaultLease(), opts)
+	return s.AcquireN(ctx, 1, opts...)
+}
+
+// AcquireN takes n permits at once, all or none, as TryAcquireN does,
+// waiting until it gets them, ctx ends, or an outage outlasts the client's
+// bound (WithMaxOutage); it gives up at once on the errors Lock gives up
+// on, on ErrPermits and on ErrBadPermits.
+//
+// Waiting is fair: a waiting AcquireN joins the semaphore's line on the
+// nodes (one line for the semaphore, not one per slot), and a node lets a
+// request take slots only when the waiters ahead of it, with it, ask for
+// no more than the slots free there. A release wakes the waiters at the
+// head of the line that the free slots can serve, in order (Redis pub/sub,
+// as Lock's waiters are woken); the others sleep on. So permits go in
+// arrival order, and a request for several permits at the head of the
+// line holds back the single ones behind it until enough slots are free:
+// it does not starve. A waiter that misses its notification retries after
+// the client's retry delay, and one that stopped trying leaves the line
+// when its liveness lapses (the retry delay, or a promise period after it
+// was woken).
+func (s *Semaphore) AcquireN(ctx context.Context, n int, opts ...LockOption) (*Permit, error) {
+	ls, err := s.request(n, opts)
 	if err != nil {
 		return nil, err
 	}
-	var p *Permit
-	err = s.c.retry(ctx, s.name, func() (err error) {
-		p, err = s.tryAcquire(ctx, ls)
-		return err
+	c := s.c
+	line := lease.LineKey(c.cfg.keyPrefix, s.name)
+	return waitInLine(ctx, c, s.name, line, lease.LineWaiter("", n), func(ctx context.Context, waiter string, waited time.Duration) (*Permit, error) {
+		return s.take(ctx, n, ls, waiter, waited)
 	})
-	return p, err
 }
 
 // Do takes a permit (Acquire), runs fn while holding it, extending it
@@ -123,14 +130,27 @@ func (s *Semaphore) Acquire(ctx context.Context, opts ...LockOption) (*Permit, e
 // lock: fn's context is cancelled with ErrLockLost when the permit cannot
 // be kept.
 func (s *Semaphore) Do(ctx context.Context, fn func(ctx context.Context, p *Permit) error, opts ...LockOption) error {
+	return s.DoN(ctx, 1, fn, opts...)
+}
+
+// DoN is Do for n permits at once (AcquireN).
+func (s *Semaphore) DoN(ctx context.Context, n int, fn func(ctx context.Context, p *Permit) error, opts ...LockOption) error {
 	if fn == nil {
 		return ErrNilFunc
 	}
-	p, err := s.Acquire(ctx, opts...)
+	p, err := s.AcquireN(ctx, n, opts...)
 	if err != nil {
 		return err
 	}
 	return hold(ctx, keepLease(&p.l, p.Extend), p.Release, func(ctx context.Context) error { return fn(ctx, p) })
+}
+
+// request checks a request for n permits and its options.
+func (s *Semaphore) request(n int, opts []LockOption) (term, error) {
+	if n < 1 || n > s.permits {
+		return term{}, fmt.Errorf("%w: a request for %d of %d", ErrBadPermits, n, s.permits)
+	}
+	return s.c.leaseOf(s.c.defaultLease(), opts)
 }
 
 // SetPermits stores permits as the semaphore's size on every node. It is
@@ -183,69 +203,4 @@ func (s *Semaphore) SetPermits(ctx context.Context, permits int) error {
 		}
 	}
 	return &QuorumError{Op: "set permits", Name: s.name, Kind: k, Cause: err, Nodes: t.Snapshot()}
-}
-
-// trySlot is one attempt on slot i.
-func (s *Semaphore) trySlot(ctx context.Context, i int, ls term) (*Permit, error) {
-	c := s.c
-	p := &Permit{c: c, slot: i}
-	name := lease.SlotName(s.name, i)
-	start, commit, begun, err := c.leases.Attempt(ctx, &p.l, lease.Request{Name: name,
-		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.Slot(s.name, i, s.permits)})
-	err = publicError(err)
-	if begun && c.cfg.observer != nil {
-		if err != nil {
-			c.observe(ctx, "lock", name, start, p.l.Results(), commit, 0, time.Time{}, err)
-		} else {
-			c.observe(ctx, "lock", name, start, p.l.Results(), commit, p.Token(), p.Until(), nil)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// freeSlots asks every node which slots it holds (one round, read only)
-// and returns the slots other than tried that a majority may still grant,
-// from tried on: those held on at most N - majority of the nodes that
-// answered. (Counting the free ones among those that answered would pass
-// over a slot this client just released, its release still on its way to
-// one of them.)
-func (s *Semaphore) freeSlots(ctx context.Context, tried int) []int {
-	c := s.c
-	keys := make([]any, s.permits)
-	for i := range keys {
-		keys[i], _, _ = lease.LockKeys(c.cfg.keyPrefix, lease.SlotName(s.name, i))
-	}
-	call := nodescript.NewCall(nodescript.Census, keys)
-	var mu sync.Mutex
-	held := make([]int, s.permits)
-	op := func(ctx context.Context, _ int, node redis.UniversalClient) (round.Outcome, int64, error) {
-		on, err := call.Run(ctx, node).Int64Slice()
-		if err != nil || len(on) != s.permits {
-			return round.NodeFailed, 0, err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for i, h := range on {
-			if h != 0 {
-				held[i]++
-			}
-		}
-		return round.NodeGranted, 0, nil
-	}
-	if _, err := c.rounds.Run(ctx, round.Spec{Name: "census", Op: op}, (*round.Tally).Decided, nil); err != nil {
-		return nil
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	most := len(c.nodes) - round.Majority(len(c.nodes))
-	var out []int
-	for k := 1; k < s.permits; k++ {
-		if i := (tried + k) % s.permits; held[i] <= most {
-			out = append(out, i)
-		}
-	}
-	return out
 }

@@ -326,7 +326,7 @@ func TestCensusCountsASlotWhoseReleaseIsInFlight(t *testing.T) {
 			}
 			time.Sleep(150 * time.Millisecond) // nodes 1 and 2 answer the census first
 		}},
-		2: beforeScript{"release", func() {
+		2: beforeScript{"sem-release", func() {
 			if delayRelease.Load() {
 				time.Sleep(400 * time.Millisecond) // this client's release reaches node 2 late
 			}

@@ -55,7 +55,7 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 	if l, err := c.reentry(ctx, name, ls.reentrant, true); l != nil || err != nil {
 		return l, err
 	}
-	return waitInLine(ctx, c, name, c.lockKey(name), func(ctx context.Context, waiter string, waited time.Duration) (*Lock, error) {
+	return waitInLine(ctx, c, name, c.lockKey(name), "", func(ctx context.Context, waiter string, waited time.Duration) (*Lock, error) {
 		return c.tryLock(ctx, name, waiter, waited, ls)
 	})
 }
@@ -63,9 +63,10 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 // waitInLine is the waiting loop of the primitives whose waiters queue on
 // the nodes (Lock, and a read-write lock's writers): try makes one attempt
 // for the waiter, which has waited waited so far; key is the lock key
-// whose queue and notifications the waiter uses. Lock's doc states what
-// it does.
-func waitInLine[T any](ctx context.Context, c *Client, name, key string,
+// whose queue and notifications the waiter uses, and suffix ends the
+// waiter's id there (a semaphore's line reads what a waiter asks for in
+// it). Lock's doc states what it does.
+func waitInLine[T any](ctx context.Context, c *Client, name, key, suffix string,
 	try func(ctx context.Context, waiter string, waited time.Duration) (T, error)) (_ T, err error) {
 	var none T
 	if !c.rounds.IfOpen(func() { c.locks.Add(1) }) { // before Close can wait for the Lock calls
@@ -73,7 +74,7 @@ func waitInLine[T any](ctx context.Context, c *Client, name, key string,
 	}
 	defer c.locks.Done() // after the leave below
 	started := c.cfg.clock.Now()
-	waiter := c.id + "/" + strconv.FormatUint(c.waiters.Add(1), 10)
+	waiter := c.id + "/" + strconv.FormatUint(c.waiters.Add(1), 10) + suffix
 	queued := false          // an attempt reached the nodes, which put this waiter in the queue
 	var last []chan struct{} // the last failed attempt's calls, per node
 	defer func() {

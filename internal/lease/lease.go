@@ -3,6 +3,7 @@ package lease
 import (
 	cryptorand "crypto/rand"
 	"encoding/hex"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +113,10 @@ func NewValue() string {
 
 // Name is the lease's name.
 func (l *Lease) Name() string { return l.name }
+
+// Names are the lock names whose keys the lease holds: its name, or a
+// multi-lock's members (Request.Names).
+func (l *Lease) Names() []string { return slices.Clone(l.names) }
 
 // Shape is what the primitive put on each node for this lease.
 func (l *Lease) Shape() Shape { return l.shape }

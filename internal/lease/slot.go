@@ -2,64 +2,119 @@ package lease
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/nodescript"
 )
 
-// A semaphore's permit: slot i of the semaphore is the mutex of the name
-// SlotName(semaphore, i), with its keys, its token H and its queue. Its
-// acquisition checks the semaphore's size stored on each node first
-// (lua/permits.lua), and its extension refuses a slot the stored size no
-// longer has (lua/slot_extend.lua). Commit and Release are the mutex's.
+// A semaphore's permit: n of its K slots held as one lease. Slot i of the
+// semaphore is the mutex of the name SlotName(semaphore, i), with its keys
+// and its token H; a permit of several slots is a multi-lock over their
+// names, with one value, one TTL and one token committed as every slot's H
+// (MultiCommit). Its acquisition checks the semaphore's size stored on
+// each node and the semaphore's waiting line there (lua/sem_take.lua); its
+// release tells the line (lua/sem_release.lua); its extension refuses a
+// slot the stored size no longer has (lua/sem_extend.lua).
 
-// slot is the Shape of one permit's lease.
-type slot struct {
-	mutex
-	permitsKey any
-	tail       []any // K, the slot, the size's lifetime: the last arguments of the acquisition
-	index      any
-	permits    any
+// permit is the Shape of one permit's lease.
+type permit struct {
+	acquire []any // the size key, the line's keys, the K slot keys, then per slot taken: key, marker, NEXT
+	fenced  []any // the node's keys, then as acquire with H after each NEXT
+	commit  []any // the node's keys, then every slot's H
+	release []any // the line's QUEUE and SEEN, the K slot keys, then the five keys of Release per slot taken
+	extend  []any // the size key, the node's id and longest TTL, then every slot's key
+	slots   []any // the slots taken
+	value   any
+	permits int    // K
+	line    string // the line key
 }
 
 // SlotName is the name of slot i of the semaphore name: a mutex name.
 func SlotName(name string, i int) string { return name + "#" + strconv.Itoa(i) }
 
+// SlotNames are the names of slots of the semaphore name.
+func SlotNames(name string, slots []int) []string {
+	out := make([]string, len(slots))
+	for j, i := range slots {
+		out[j] = SlotName(name, i)
+	}
+	return out
+}
+
 // PermitsKey is the key of a semaphore's size, beside its name's keys.
 func PermitsKey(prefix, name string) string { return prefix + ":{" + name + "}:permits" }
 
-// Slot is the shape of a lease on slot i of the semaphore name, whose
-// client holds it has permits slots, for a Request whose Name is
-// SlotName(name, i).
-func Slot(name string, i, permits int) func(l *Lease, prefix, slotName, value string) Shape {
-	return func(l *Lease, prefix, slotName, value string) Shape {
-		s := &slot{permitsKey: PermitsKey(prefix, name), index: i, permits: permits}
-		s.init(prefix, slotName, value)
-		s.tail = []any{permits, i, sizeLife(l.e, l.term.TTL)}
-		return s
+// LineKey is the key of a semaphore's waiting line; its queue's keys are
+// QueueKey and SeenKey of it, and its channels those of a lock key.
+func LineKey(prefix, name string) string { return prefix + ":{" + name + "}:line" }
+
+// LineWaiter is the id in the line of waiter asking for n permits.
+func LineWaiter(waiter string, n int) string { return waiter + "*" + strconv.Itoa(n) }
+
+// Permit is the shape of a lease on slots (distinct, each below permits)
+// of the semaphore name, for a Request whose Name is
+// MultiName(SlotNames(name, slots)).
+func Permit(name string, slots []int, permits int) func(l *Lease, prefix, _, value string) Shape {
+	return func(l *Lease, prefix, _, value string) Shape {
+		nk := &l.e.Keys
+		line := LineKey(prefix, name)
+		p := &permit{value: value, permits: permits, line: line}
+		head := []any{PermitsKey(prefix, name), QueueKey(line), SeenKey(line), NextKey(line)}
+		all := make([]any, permits)
+		for i := range all {
+			all[i], _, _ = LockKeys(prefix, SlotName(name, i))
+		}
+		p.acquire = append(head, all...)
+		p.fenced = append(append([]any{nk.Counter, nk.ID, nk.Replid, nk.Lost, nk.Roster, nk.MaxTTL}, head...), all...)
+		p.commit = []any{nk.Counter, nk.Floor, nk.ID, nk.Replid, nk.Lost, nk.Roster}
+		p.release = append([]any{QueueKey(line), SeenKey(line)}, all...)
+		p.extend = []any{head[0], nk.ID, nk.MaxTTL}
+		for _, i := range slots {
+			key, queue, seen := LockKeys(prefix, SlotName(name, i))
+			marker, next := MarkerKey(key, value), NextKey(key)
+			p.acquire = append(p.acquire, key, marker, next)
+			p.fenced = append(p.fenced, key, marker, next, HighKey(key))
+			p.commit = append(p.commit, HighKey(key))
+			p.release = append(p.release, key, marker, next, queue, seen)
+			p.extend = append(p.extend, key)
+			p.slots = append(p.slots, i)
+		}
+		return p
 	}
 }
 
-func (s *slot) Acquire(l *Lease, waitedUs int64) *nodescript.Call {
-	e, k := l.e, s.keyArgs
+func (p *permit) Acquire(l *Lease, waitedUs int64) *nodescript.Call {
+	e := l.e
+	life := sizeLife(e, l.term.TTL)
 	if e.Fencing {
-		nk := &e.Keys
-		keys := []any{k[0], k[1], HighKey(s.key), nk.Counter, nk.ID, nk.Replid, nk.Lost, nk.Roster, nk.MaxTTL, k[2], k[3], k[4], s.permitsKey}
-		return nodescript.NewCall(nodescript.FencedSlotAcquire, keys,
-			append([]any{s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs, l.list.Roster}, s.tail...)...)
+		return nodescript.NewCall(nodescript.FencedSemAcquire, p.fenced,
+			p.value, l.term.Arg, l.list.Roster, e.Args.StaleWaiter, waitedUs, l.waiter, p.permits, life)
 	}
-	return nodescript.NewCall(nodescript.SlotAcquire, append(k[:5:5], s.permitsKey),
-		append([]any{s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs}, s.tail...)...)
+	return nodescript.NewCall(nodescript.SemAcquire, p.acquire,
+		p.value, l.term.Arg, "", e.Args.StaleWaiter, waitedUs, l.waiter, p.permits, life)
 }
 
-func (s *slot) Extend(l *Lease, ttlArg any) *nodescript.Call {
+func (p *permit) Commit(l *Lease, token int64) *nodescript.Call {
+	return nodescript.NewCall(nodescript.MultiCommit, p.commit, token, l.e.Args.Retention, p.value, l.list.Roster)
+}
+
+func (p *permit) Release(l *Lease, markerTTL any, announce bool) *nodescript.Call {
+	flag := 0
+	if announce {
+		flag = 1
+	}
+	return nodescript.NewCall(nodescript.SemRelease, p.release, p.value, markerTTL, flag, "", l.e.Args.PromiseFor, p.permits, p.line)
+}
+
+func (p *permit) Extend(l *Lease, ttlArg any) *nodescript.Call {
 	ttl, _ := ttlArg.(int64)
 	life := sizeLife(l.e, time.Duration(ttl)*time.Millisecond)
 	if l.e.Fencing {
-		return nodescript.NewCall(nodescript.SlotExtend, []any{s.keyArgs[0], s.permitsKey, l.e.Keys.ID, l.e.Keys.MaxTTL},
-			s.value, ttlArg, s.index, life, 1, s.permits)
+		return nodescript.NewCall(nodescript.SemExtend, p.extend, append([]any{p.value, ttlArg, life, 1, p.permits}, p.slots...)...)
 	}
-	return nodescript.NewCall(nodescript.SlotExtend, []any{s.keyArgs[0], s.permitsKey}, s.value, ttlArg, s.index, life, 0, s.permits)
+	keys := append([]any{p.extend[0]}, p.extend[3:]...)
+	return nodescript.NewCall(nodescript.SemExtend, keys, append([]any{p.value, ttlArg, life, 0, p.permits}, p.slots...)...)
 }
 
 // sizeLife is how long (ms) an acquisition or extension under ttl keeps
@@ -70,3 +125,6 @@ func sizeLife(e *Engine, ttl time.Duration) int64 {
 	r, _ := e.Args.Retention.(int64)
 	return max(r, (2 * ttl).Milliseconds())
 }
+
+// PermitName is the name of a permit over slots of the semaphore name.
+func PermitName(name string, slots []int) string { return strings.Join(SlotNames(name, slots), ",") }

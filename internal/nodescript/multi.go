@@ -32,7 +32,9 @@ var (
 `)
 	FencedMultiAcquire = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local NONCE, ROSTER = ARGV[1], ARGV[3]
-` + IdentityPrelude + wrongTypePrelude + multiTakePrelude + multiFencedAcquireBody)
+local MEMBERS = 7
+` + IdentityPrelude + wrongTypePrelude + multiTakePrelude + `local function takeSet() return takeAll(MEMBERS, 4) end
+` + multiFencedAcquireBody)
 	MultiCommit = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY = KEYS[3], KEYS[4], KEYS[5]
 local NONCE = ARGV[3]
 ` + IdentityPrelude + wrongTypePrelude + `local ID = nodeID()

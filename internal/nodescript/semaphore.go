@@ -7,32 +7,73 @@ import (
 )
 
 // The scripts of a semaphore (docs/semaphore.md): K slots, slot i being the
-// mutex of "<name>#<i>", each acquired by the mutex's scripts after a check
-// of the semaphore's size stored on the node (lua/permits.lua). The size
-// key is the last of KEYS; K, the slot and the retention the last three of
-// ARGV. Commit and Release are the mutex's.
+// mutex of "<name>#<i>"; a permit of n slots is taken, committed (the
+// multi-lock's MultiCommit), extended and released as one on each node,
+// after a check of the semaphore's size stored there (lua/permits.lua)
+// and of its waiting line (lua/sem_line.lua), one per semaphore.
 var (
 	//go:embed lua/permits.lua
 	permitsPrelude string
-	//go:embed lua/slot_extend.lua
-	slotExtendSource string
+	//go:embed lua/sem_line.lua
+	semLinePrelude string
+	//go:embed lua/sem_take.lua
+	semTakePrelude string
+	//go:embed lua/sem_release.lua
+	semReleaseBody string
+	//go:embed lua/sem_extend.lua
+	semExtendSource string
 	//go:embed lua/census.lua
 	censusSource string
 	//go:embed lua/setpermits.lua
 	setPermitsSource string
+)
 
-	SlotAcquire = luascript.New(`local NEXT, QUEUE, SEEN = KEYS[3], KEYS[4], KEYS[5]
-local WAITER = ARGV[3]
-` + wrongTypePrelude + permitsPrelude + QueuePrelude + acquireBody)
-	FencedSlotAcquire = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local NONCE, ROSTER = ARGV[1], ARGV[6]
-local NEXT, QUEUE, SEEN = KEYS[10], KEYS[11], KEYS[12]
-local WAITER = ARGV[3]
-` + IdentityPrelude + wrongTypePrelude + permitsPrelude + QueuePrelude + fencedAcquireBody)
-	// SlotExtend is a slot's extension, fenced or not (lua/slot_extend.lua).
-	SlotExtend = luascript.New(slotExtendSource)
-	// Census tells which slots a node holds (lua/census.lua).
-	Census = luascript.New(censusSource)
-	// SetPermits stores a semaphore's size (lua/setpermits.lua).
+// SemAcquire is round 1 of an unfenced acquisition of n permits.
+//
+//	KEYS[1] the size key   KEYS[2..4] the line's QUEUE, SEEN and NEXT
+//	KEYS[5..4+K] the K slot keys
+//	KEYS[5+K..] per slot taken: lock key, release marker, promise NEXT
+//	ARGV[1] value   ARGV[2] TTL in ms   ARGV[3] '' (no roster)
+//	ARGV[4] STALE in ms   ARGV[5] WAITED in µs   ARGV[6] waiter ('': none)
+//	ARGV[7] K   ARGV[8] the size's lifetime in ms
+//
+// Returns 1, 0 or 2 as Acquire does (lua/sem_take.lua), or a PERMITS or
+// WRONGTYPE error.
+var SemAcquire = luascript.New(`local QUEUE, SEEN, NEXT, WAITER = KEYS[2], KEYS[3], KEYS[4], ARGV[6]
+local PERMITS, SLOTS, MEMBERS, STRIDE = 1, 5, 5 + tonumber(ARGV[7]), 3
+` + wrongTypePrelude + QueuePrelude + multiTakePrelude + permitsPrelude + semLinePrelude + semTakePrelude +
+	`return takeSet()
+`)
+
+// FencedSemAcquire is round 1 of a fenced acquisition of n permits: the
+// multi-lock's (lua/multi_fenced_acquire.lua), whose takeSet is the
+// semaphore's.
+//
+//	KEYS[1..6] the node's keys, as FencedMultiAcquire's
+//	KEYS[7] the size key   KEYS[8..10] the line's QUEUE, SEEN and NEXT
+//	KEYS[11..10+K] the K slot keys
+//	KEYS[11+K..] per slot taken: lock key, release marker, promise NEXT, H
+//	ARGV as SemAcquire's, ARGV[3] the deployment's roster
+var FencedSemAcquire = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local NONCE, ROSTER = ARGV[1], ARGV[3]
+local QUEUE, SEEN, NEXT, WAITER = KEYS[8], KEYS[9], KEYS[10], ARGV[6]
+local PERMITS, SLOTS, MEMBERS, STRIDE = 7, 11, 11 + tonumber(ARGV[7]), 4
+` + IdentityPrelude + wrongTypePrelude + QueuePrelude + multiTakePrelude + permitsPrelude + semLinePrelude +
+	semTakePrelude + multiFencedAcquireBody)
+
+// SemRelease releases a permit's slots, and tells the line of an Unlock
+// (lua/sem_release.lua).
+var SemRelease = luascript.New(`local QUEUE, SEEN, WAITER, SLOTS = KEYS[1], KEYS[2], '', 3
+` + semLinePrelude + `local function releaseOne(KEYS, ARGV)
+` + releaseSource + `end
+` + semReleaseBody)
+
+// SemExtend extends a permit's slots, fenced or not (lua/sem_extend.lua).
+var SemExtend = luascript.New(semExtendSource)
+
+// Census tells which slots a node holds (lua/census.lua), and SetPermits
+// stores a semaphore's size (lua/setpermits.lua).
+var (
+	Census     = luascript.New(censusSource)
 	SetPermits = luascript.New(wrongTypePrelude + setPermitsSource)
 )

@@ -6,9 +6,13 @@
 --   KEYS[2..5] the node's id marker, recorded replication id, lost stamp,
 --              roster
 --   KEYS[6] the longest TTL used on this node (read by Repair)
---   KEYS[7..] per member: lock key, release marker of this value, promise
---             NEXT, H of the name
+--   KEYS[MEMBERS..] per member: lock key, release marker of this value,
+--             promise NEXT, H of the name (MEMBERS is 7 for a multi-lock;
+--             a semaphore's keys come before its members)
 --   ARGV[1] value   ARGV[2] TTL in ms   ARGV[3] the deployment's roster
+--
+-- takeSet is takeAll(MEMBERS, 4) for a multi-lock; a semaphore's checks its
+-- size and its line first (sem_take.lua).
 --
 -- Returns {status, candidate} as lua/fenced_acquire.lua does. The candidate
 -- is minted from the node's one counter G whatever the outcome, so it
@@ -19,11 +23,11 @@ if not id then
   return {-1, 0}
 end
 if (redis.call('GET', ROSTERKEY) or '') ~= ROSTER then return {-3, 0} end
-local ok = takeAll(7, 4)
+local ok = takeSet()
 if type(ok) == 'table' then return ok end
 local g = redis.call('INCR', KEYS[1])
 local c = g
-for k = 7, #KEYS, 4 do
+for k = MEMBERS, #KEYS, 4 do
   local h = getString(KEYS[k + 3])
   if h then
     local f = math.floor(tonumber(h) / 256)

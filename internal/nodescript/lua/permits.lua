@@ -1,22 +1,21 @@
--- Prelude of a semaphore slot's acquisition (semaphore.go): the semaphore's
--- size K is stored on the node, beside its slots, and checked first. A
--- client built with another K is refused with an error, 'PERMITS <stored>
--- stored, not <K>', and nothing is written; otherwise K is stored again for
--- its lifetime (the retention, and at least two of the lease's TTLs; never
--- shortened), so that it outlives every lease of the semaphore
--- (slot_extend.lua renews it too) and a semaphore nobody uses leaves
--- nothing behind.
+-- Prelude of a semaphore's acquisitions (semaphore.go): the semaphore's
+-- size K is stored on the node, beside its slots, and checked first.
+-- checkPermits(pk, k, life) returns nil when the node stores K (or none),
+-- and otherwise an error reply, 'PERMITS <stored> stored, not <K>', after
+-- writing nothing. When it passes, K is stored again for its lifetime (the
+-- retention, and at least two of the lease's TTLs; never shortened), so
+-- that it outlives every lease of the semaphore (sem_extend.lua renews it
+-- too) and a semaphore nobody uses leaves nothing behind.
 --
---   KEYS[#KEYS] the semaphore's size key
---   ARGV[#ARGV - 2] K   ARGV[#ARGV - 1] the slot   ARGV[#ARGV] its lifetime in ms
-do
-  local pk, k = KEYS[#KEYS], ARGV[#ARGV - 2]
+--   pk the semaphore's size key   k the client's K   life ms
+local function checkPermits(pk, k, life)
   local have = redis.pcall('GET', pk)
   if type(have) == 'table' and have.err then return wrongType(pk) end
   if have and have ~= k then
     return redis.error_reply('PERMITS ' .. have .. ' stored, not ' .. k)
   end
-  if redis.call('PTTL', pk) < tonumber(ARGV[#ARGV]) then
-    redis.call('SET', pk, k, 'PX', ARGV[#ARGV])
+  if redis.call('PTTL', pk) < tonumber(life) then
+    redis.call('SET', pk, k, 'PX', life)
   end
+  return nil
 end

@@ -1,0 +1,133 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/lease"
+	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
+	"github.com/redis/go-redis/v9"
+)
+
+// take is one attempt at n permits for waiter ("" for TryAcquireN), which
+// has waited waited so far. A first attempt at one permit tries a random
+// slot, and asks which slots are free only if that one is held: the
+// uncontended case costs one round, as a mutex's. Later attempts of a
+// waiter, and requests for several permits, ask first: a woken waiter
+// whose random slot were still held would lose its turn.
+func (s *Semaphore) take(ctx context.Context, n int, ls term, waiter string, waited time.Duration) (*Permit, error) {
+	if n == 1 && waited == 0 {
+		first := rand.N(s.permits)
+		p, err := s.trySlots(ctx, []int{first}, ls, waiter, waited)
+		if !retryable(err) {
+			return p, err
+		}
+		for _, i := range s.freeSlots(ctx, first) {
+			p, err2 := s.trySlots(ctx, []int{i}, ls, waiter, waited)
+			if !retryable(err2) {
+				return p, err2
+			}
+		}
+		var qe *QuorumError
+		errors.As(err, &qe)
+		qe.Name = s.name // every slot tried is held: the semaphore is full
+		return nil, qe
+	}
+	free := s.freeSlots(ctx, -1)
+	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+	chosen := free[:min(n, len(free))]
+	// Too few look free: try anyway, on slots chosen at random, so that a
+	// waiter joins the line, or finds the ones the census missed.
+	for _, i := range rand.Perm(s.permits) {
+		if len(chosen) == n {
+			break
+		}
+		if !slices.Contains(chosen, i) {
+			chosen = append(chosen, i)
+		}
+	}
+	slices.Sort(chosen)
+	return s.trySlots(ctx, chosen, ls, waiter, waited)
+}
+
+// retryable reports an attempt at one slot lost to its holder, which
+// another slot may not be: not to the line (a waiter ahead has the free
+// slots on some node) nor to the nodes.
+func retryable(err error) bool {
+	var qe *QuorumError
+	return err != nil && errors.As(err, &qe) && qe.Cause == nil && contended(qe) && !qe.lostToPromises
+}
+
+// trySlots is one attempt on slots, sorted.
+func (s *Semaphore) trySlots(ctx context.Context, slots []int, ls term, waiter string, waited time.Duration) (*Permit, error) {
+	c := s.c
+	p := &Permit{c: c, slots: slots}
+	var names []string
+	if len(slots) > 1 {
+		names = lease.SlotNames(s.name, slots)
+	}
+	name := lease.PermitName(s.name, slots)
+	start, commit, begun, err := c.leases.Attempt(ctx, &p.l, lease.Request{Name: name, Waiter: waiter, Waited: waited,
+		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.Permit(s.name, slots, s.permits), Names: names})
+	err = publicError(err)
+	if begun && c.cfg.observer != nil {
+		if err != nil {
+			c.observe(ctx, "lock", name, start, p.l.Results(), commit, 0, time.Time{}, err)
+		} else {
+			c.observe(ctx, "lock", name, start, p.l.Results(), commit, p.Token(), p.Until(), nil)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// freeSlots asks every node which slots it holds (one round, read only)
+// and returns the slots other than tried (-1: none) that a majority may
+// still grant, from tried on: those held on at most N - majority of the
+// nodes that answered. (Counting the free ones among those that answered
+// would pass over a slot this client just released, its release still on
+// its way to one of them.) It returns none if too few nodes answered.
+func (s *Semaphore) freeSlots(ctx context.Context, tried int) []int {
+	c := s.c
+	keys := make([]any, s.permits)
+	for i := range keys {
+		keys[i], _, _ = lease.LockKeys(c.cfg.keyPrefix, lease.SlotName(s.name, i))
+	}
+	call := nodescript.NewCall(nodescript.Census, keys)
+	var mu sync.Mutex
+	held := make([]int, s.permits)
+	op := func(ctx context.Context, _ int, node redis.UniversalClient) (round.Outcome, int64, error) {
+		on, err := call.Run(ctx, node).Int64Slice()
+		if err != nil || len(on) != s.permits {
+			return round.NodeFailed, 0, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i, h := range on {
+			if h != 0 {
+				held[i]++
+			}
+		}
+		return round.NodeGranted, 0, nil
+	}
+	if _, err := c.rounds.Run(ctx, round.Spec{Name: "census", Op: op}, (*round.Tally).Decided, nil); err != nil {
+		return nil
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	most := len(c.nodes) - round.Majority(len(c.nodes))
+	var out []int
+	for k := range s.permits {
+		if i := (tried + 1 + k) % s.permits; i != tried && held[i] <= most {
+			out = append(out, i)
+		}
+	}
+	return out
+}
