@@ -18,14 +18,18 @@ import (
 // ends, so fenced transactions on one resource run one after another, and a
 // stale one that waited behind a newer holder sees the newer token and is
 // rejected. Transactions on different resources do not wait for each other.
+//
+// It is a ReadFence: a second table, "<table>_read", keeps each
+// resource's read mark (postgres_read.go), and writes are admitted only at
+// or above both marks.
 type Postgres struct {
 	db    *sql.DB
 	table string
 
-	upsert, read string
+	upsert, read, lockRead, raiseRead, readShared string
 }
 
-var _ Fence = (*Postgres)(nil)
+var _ ReadFence = (*Postgres)(nil)
 
 // DefaultPostgresTable is the table NewPostgres uses when given "".
 const DefaultPostgresTable = "fence_tokens"
@@ -54,25 +58,50 @@ ON CONFLICT (resource) DO UPDATE SET highest = EXCLUDED.highest, holder = EXCLUD
 WHERE f.highest < EXCLUDED.highest OR (f.highest = EXCLUDED.highest AND f.holder = '')
 RETURNING highest`,
 		read: `SELECT highest, holder FROM ` + table + ` WHERE resource = $1`,
+		// The read mark's row, locked by a write until it ends (created
+		// if none, so that a read cannot slip past a write of a new
+		// resource), and raised by a read.
+		lockRead: `INSERT INTO ` + readTable(table) + ` AS r (resource, highest, holder) VALUES ($1, 0, '')
+ON CONFLICT (resource) DO UPDATE SET highest = r.highest
+RETURNING highest, holder`,
+		raiseRead: `INSERT INTO ` + readTable(table) + ` AS r (resource, highest, holder) VALUES ($1, $2, $3)
+ON CONFLICT (resource) DO UPDATE SET highest = EXCLUDED.highest, holder = EXCLUDED.holder
+WHERE r.highest < EXCLUDED.highest OR (r.highest = EXCLUDED.highest AND r.holder = '')`,
+		readShared: `SELECT highest, holder FROM ` + table + ` WHERE resource = $1 FOR SHARE`,
 	}, nil
 }
 
-// PostgresSchema is the DDL of the fence table.
-func PostgresSchema(table string) string {
+// PostgresSchema is the DDL of the fence's tables: the write marks, and
+// the read marks in "<table>_read" (ReadFence). Each statement creates its
+// table if it does not exist, so running them again is harmless, and they
+// bring a fence table created before the read mark up to date.
+func PostgresSchema(table string) []string {
 	if table == "" {
 		table = DefaultPostgresTable
 	}
-	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
+	return []string{`CREATE TABLE IF NOT EXISTS ` + table + ` (
   resource text PRIMARY KEY,
   highest  bigint NOT NULL CHECK (highest > 0),
   holder   text NOT NULL DEFAULT ''
-)`
+)`, `CREATE TABLE IF NOT EXISTS ` + readTable(table) + ` (
+  resource text PRIMARY KEY,
+  highest  bigint NOT NULL CHECK (highest >= 0),
+  holder   text NOT NULL DEFAULT ''
+)`}
 }
 
-// CreateTable creates the fence table if it does not exist.
+// readTable is the table of the read marks of the fence table table.
+func readTable(table string) string { return table + "_read" }
+
+// CreateTable creates the fence's tables if they do not exist
+// (PostgresSchema).
 func (p *Postgres) CreateTable(ctx context.Context) error {
-	_, err := p.db.ExecContext(ctx, PostgresSchema(p.table))
-	return err
+	for _, ddl := range PostgresSchema(p.table) {
+		if _, err := p.db.ExecContext(ctx, ddl); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Admit implements Fence: it admits the token in a transaction of its own.
@@ -125,24 +154,45 @@ func (p *Postgres) AdmitTx(ctx context.Context, tx *sql.Tx, resource string, tok
 	}
 	var raised int64
 	err := tx.QueryRowContext(ctx, p.upsert, resource, int64(token), holder).Scan(&raised)
-	if err == nil {
-		return nil // inserted, or raised
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("fence: admit %q: %w", resource, err)
 	}
-	var highest int64
-	var stored string
-	if err := tx.QueryRowContext(ctx, p.read, resource).Scan(&highest, &stored); err != nil {
+	if errors.Is(err, sql.ErrNoRows) {
+		var w pgMark
+		if err := tx.QueryRowContext(ctx, p.read, resource).Scan(&w.highest, &w.holder); err != nil {
+			return fmt.Errorf("fence: admit %q: %w", resource, err)
+		}
+		if err := w.check(resource, token, holder); err != nil {
+			return err
+		}
+		// The same token again, from its holder or an unknown one.
+	}
+	// Inserted or raised, or the same token again: the read mark decides
+	// too. Its row stays locked until tx ends, so that no read raises it
+	// and reads the data before this write commits.
+	var r pgMark
+	if err := tx.QueryRowContext(ctx, p.lockRead, resource).Scan(&r.highest, &r.holder); err != nil {
 		return fmt.Errorf("fence: admit %q: %w", resource, err)
 	}
+	return r.check(resource, token, holder)
+}
+
+// pgMark is a mark as a row stores it.
+type pgMark struct {
+	highest int64
+	holder  string
+}
+
+// check refuses a token below the mark, or equal to it from another
+// holder (both known), as Memory's marks do.
+func (m pgMark) check(resource string, token uint64, holder string) error {
 	switch {
-	case int64(token) < highest:
-		return &StaleTokenError{Resource: resource, Token: token, Highest: uint64(highest)}
-	case holder != "" && stored != "" && holder != stored:
-		return &ReusedTokenError{Resource: resource, Token: token, Holder: holder, StoredHolder: stored}
+	case int64(token) < m.highest:
+		return &StaleTokenError{Resource: resource, Token: token, Highest: uint64(m.highest)}
+	case int64(token) == m.highest && holder != "" && m.holder != "" && holder != m.holder:
+		return &ReusedTokenError{Resource: resource, Token: token, Holder: holder, StoredHolder: m.holder}
 	}
-	return nil // the same token again, from its holder or an unknown one
+	return nil
 }
 
 // Highest returns the highest token admitted for resource (0 if none).

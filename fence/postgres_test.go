@@ -191,3 +191,145 @@ func TestPostgresStaleWriterBlockedBehindNewerHolder(t *testing.T) {
 		t.Fatalf("stale rows written: %d, %v", n, err)
 	}
 }
+
+// A table made before the read mark is brought up to date by CreateTable
+// (PostgresSchema creates the read marks' table beside it): its write marks
+// stay, and reads are admitted, on resources it has and on new ones.
+func TestPostgresMigratesATableWithoutTheReadMark(t *testing.T) {
+	db := postgresDB(t)
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS legacy`); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"old_fence", "legacy.old_fence"} {
+		old := `CREATE TABLE ` + table + ` (
+  resource text PRIMARY KEY,
+  highest  bigint NOT NULL CHECK (highest > 0),
+  holder   text NOT NULL DEFAULT ''
+)`
+		if _, err := db.ExecContext(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO `+table+` VALUES ('r', 6, 'w')`); err != nil {
+			t.Fatal(err)
+		}
+		f := newPostgres(t, db, table) // CreateTable
+		if err := f.CreateTable(ctx); err != nil {
+			t.Fatalf("%s: CreateTable again: %v", table, err)
+		}
+		if err := f.AdmitRead(ctx, "r", 7, "reader"); err != nil {
+			t.Fatalf("%s: a read after the migration: %v", table, err)
+		}
+		if err := f.Admit(ctx, "r", 6, "w"); !errors.Is(err, fence.ErrStale) {
+			t.Errorf("%s: the old writer's delayed write after a read: %v, want ErrStale", table, err)
+		}
+		if h, err := f.Highest(ctx, "r"); err != nil || h != 6 {
+			t.Errorf("%s: the refused write moved the write mark: %d, %v, want 6", table, h, err)
+		}
+		if err := f.AdmitRead(ctx, "fresh", 3, "reader"); err != nil {
+			t.Errorf("%s: a read of a resource nobody wrote: %v", table, err)
+		}
+		if h, err := f.HighestRead(ctx, "fresh"); err != nil || h != 3 {
+			t.Errorf("%s: its read mark: %d, %v, want 3", table, h, err)
+		}
+		if err := f.Admit(ctx, "fresh", 2, "late"); !errors.Is(err, fence.ErrStale) {
+			t.Errorf("%s: a first write below a read: %v, want ErrStale", table, err)
+		}
+		if h, err := f.Highest(ctx, "fresh"); err != nil || h != 0 {
+			t.Errorf("%s: the refused first write left a write mark: %d, %v", table, h, err)
+		}
+	}
+}
+
+// Readers of a resource do not wait for each other, a write waits for the
+// reads in flight (the share lock), and a read below a committed write is
+// refused without running.
+func TestPostgresReadsShareWritesWait(t *testing.T) {
+	db := postgresDB(t)
+	ctx := context.Background()
+	f := newPostgres(t, db, "")
+	if err := f.Admit(ctx, "doc", 5, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	inRead, leave := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- f.DoRead(ctx, "doc", 7, "r1", func(ctx context.Context, tx *sql.Tx) error {
+			close(inRead)
+			<-leave
+			return nil
+		})
+	}()
+	<-inRead
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := f.DoRead(rctx, "doc", 8, "r2", func(context.Context, *sql.Tx) error { return nil })
+	cancel()
+	if err != nil {
+		t.Fatalf("a second reader while the first reads: %v, want it admitted at once", err)
+	}
+	wrote := make(chan error, 1)
+	go func() { wrote <- f.Admit(ctx, "doc", 9, "w2") }()
+	select {
+	case err := <-wrote:
+		t.Fatalf("a write while a read is in flight: %v, want it to wait for the read", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(leave)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatalf("the write after the reads: %v", err)
+	}
+	ran := false
+	err = f.DoRead(ctx, "doc", 8, "r3", func(context.Context, *sql.Tx) error { ran = true; return nil })
+	if !errors.Is(err, fence.ErrStale) || ran {
+		t.Fatalf("a read (8) after a write (9): %v (ran %v), want ErrStale, not run", err, ran)
+	}
+}
+
+// A read that comes while the first write of a resource is in flight
+// (its row not yet visible) waits for that write and then sees it: the
+// write holds the read mark's row. Without that lock the read would find
+// no write mark, read the old data, and the write, admitted below the
+// read's token, would land after it.
+func TestPostgresReadDuringAFirstWriteWaitsForIt(t *testing.T) {
+	db := postgresDB(t)
+	ctx := context.Background()
+	f := newPostgres(t, db, "")
+	if _, err := db.ExecContext(ctx, `CREATE TABLE docs (id text PRIMARY KEY, body text NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	inWrite, commit := make(chan struct{}), make(chan struct{})
+	wrote := make(chan error, 1)
+	go func() {
+		wrote <- f.Do(ctx, "new", 5, "w", func(ctx context.Context, tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO docs VALUES ('new', 'v5')`); err != nil {
+				return err
+			}
+			close(inWrite)
+			<-commit
+			return nil
+		})
+	}()
+	<-inWrite
+	var body string
+	read := make(chan error, 1)
+	go func() {
+		read <- f.DoRead(ctx, "new", 7, "r", func(ctx context.Context, tx *sql.Tx) error {
+			return tx.QueryRowContext(ctx, `SELECT body FROM docs WHERE id = 'new'`).Scan(&body)
+		})
+	}()
+	select {
+	case err := <-read:
+		t.Fatalf("a read during the first write: %v (read %q), want it to wait for the write", err, body)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(commit)
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-read; err != nil || body != "v5" {
+		t.Fatalf("the read after the write: %v, read %q, want v5", err, body)
+	}
+}
