@@ -125,7 +125,7 @@ func ExamplePostgres_Do() {
 	if err != nil {
 		panic(err)
 	}
-	if err := store.CreateTable(ctx); err != nil { // or fence.PostgresSchema("")'s statements in a migration
+	if err := store.CreateTable(ctx); err != nil { // or fence.PostgresSchema("") in a migration
 		panic(err)
 	}
 	if _, err := db.ExecContext(ctx, `CREATE TABLE invoices (id int PRIMARY KEY, status text)`); err != nil {

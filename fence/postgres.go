@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strings"
 )
 
 // Postgres is a Fence kept in the protected service's own PostgreSQL
@@ -71,11 +72,14 @@ WHERE r.highest < EXCLUDED.highest OR (r.highest = EXCLUDED.highest AND r.holder
 	}, nil
 }
 
-// PostgresSchema is the DDL of the fence's tables: the write marks, and
-// the read marks in "<table>_read" (ReadFence). Each statement creates its
-// table if it does not exist, so running them again is harmless, and they
-// bring a fence table created before the read mark up to date.
-func PostgresSchema(table string) []string {
+// PostgresSchema is the DDL of the fence's tables, two statements: the
+// write marks, and the read marks in "<table>_read" (ReadFence). Each
+// creates its table if it does not exist, so running them again is
+// harmless, and they bring a fence table created before the read mark up
+// to date.
+func PostgresSchema(table string) string { return strings.Join(postgresDDL(table), ";\n") }
+
+func postgresDDL(table string) []string {
 	if table == "" {
 		table = DefaultPostgresTable
 	}
@@ -96,7 +100,7 @@ func readTable(table string) string { return table + "_read" }
 // CreateTable creates the fence's tables if they do not exist
 // (PostgresSchema).
 func (p *Postgres) CreateTable(ctx context.Context) error {
-	for _, ddl := range PostgresSchema(p.table) {
+	for _, ddl := range postgresDDL(p.table) {
 		if _, err := p.db.ExecContext(ctx, ddl); err != nil {
 			return err
 		}

@@ -333,3 +333,23 @@ func TestPostgresReadDuringAFirstWriteWaitsForIt(t *testing.T) {
 		t.Fatalf("the read after the write: %v, read %q, want v5", err, body)
 	}
 }
+
+// PostgresSchema's statements, run as one string (as a migration file
+// would be), create both tables.
+func TestPostgresSchemaRunsAsOneString(t *testing.T) {
+	db := postgresDB(t)
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, fence.PostgresSchema("mig")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fence.NewPostgres(db, "mig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.AdmitRead(ctx, "r", 3, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Admit(ctx, "r", 2, "b"); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("a write below the read: %v, want ErrStale", err)
+	}
+}
