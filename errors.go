@@ -227,6 +227,9 @@ type QuorumError struct {
 	// lostToPromises: an attempt of Lock lost only to promises made to
 	// other waiters (see fairqueue.Queue.Yield).
 	lostToPromises bool
+	// promised: how many nodes refused the attempt while free, promised to
+	// others (a semaphore's line).
+	promised int
 	// after: per node, closed once the failed attempt's call there ended
 	// (Lock's leave goes after it); own: this client had a release or
 	// rollback of the name in flight, so its refusals may be its own.
@@ -242,7 +245,7 @@ func publicError(err error) error {
 		return err
 	}
 	return &QuorumError{Op: f.Op, Name: f.Name, Kind: f.Kind, Cause: f.Cause, Nodes: f.Nodes,
-		lostToPromises: f.LostToPromises, after: f.After, own: f.Own}
+		lostToPromises: f.LostToPromises, promised: f.Promised, after: f.After, own: f.Own}
 }
 
 // quorumError is the *QuorumError of f, for internal/identity.

@@ -96,8 +96,10 @@ func (c *Client) tryLockMulti(ctx context.Context, set []string, ls term) (*Mult
 // ends, or an outage outlasts the client's bound, and gives up at once on
 // the errors Lock gives up on. A multi-lock does not wait in the names'
 // queues: it retries after the client's retry delay (after short random
-// delays when its attempt split the votes with another), and a name
-// promised to a waiting Lock is refused to it until that Lock took it.
+// delays when its attempt split the votes with another), or at once when
+// a member it was refused is released to nobody (it hears the members'
+// release notifications, as Lock's waiters do); a name promised to a
+// waiting Lock is refused to it until that Lock took it.
 func (c *Client) LockMulti(ctx context.Context, names []string, opts ...LockOption) (_ *MultiLock, err error) {
 	set, err := c.multiNames(names)
 	if err != nil {
@@ -108,7 +110,11 @@ func (c *Client) LockMulti(ctx context.Context, names []string, opts ...LockOpti
 		return nil, err
 	}
 	var m *MultiLock
-	err = c.retry(ctx, lease.MultiName(set), func() (err error) {
+	keys := make([]string, len(set))
+	for i, n := range set {
+		keys[i] = c.lockKey(n)
+	}
+	err = c.retry(ctx, lease.MultiName(set), keys, func() (err error) {
 		m, err = c.tryLockMulti(ctx, set, ls)
 		return err
 	})

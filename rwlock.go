@@ -69,8 +69,12 @@ func (m *RWMutex) try(ctx context.Context, reader bool, opts []LockOption) (*RWL
 
 // RLock takes a read hold, retrying until it gets one, ctx ends, or an
 // outage outlasts the client's bound, as LockMulti does: readers do not
-// wait in the queue (only writers do), they retry after the client's
-// retry delay.
+// wait in the queue (only writers do). A refused reader hears the
+// writer's releases: when the last writer ahead of it unlocks with no
+// other writer queued, every waiting reader is woken at once; otherwise
+// it retries after the client's retry delay (a queued writer that gives up
+// without being promised the lock, or whose liveness lapses, tells
+// nobody).
 func (m *RWMutex) RLock(ctx context.Context, opts ...LockOption) (*RWLock, error) {
 	ls, err := m.c.leaseOf(m.c.defaultLease(), opts)
 	if err != nil {
@@ -80,7 +84,7 @@ func (m *RWMutex) RLock(ctx context.Context, opts ...LockOption) (*RWLock, error
 		return l, err
 	}
 	var l *RWLock
-	err = m.c.retry(ctx, m.name, func() (err error) {
+	err = m.c.retry(ctx, m.name, []string{lease.RWKey(m.c.cfg.keyPrefix, m.name)}, func() (err error) {
 		l, err = m.attempt(ctx, true, "", 0, ls)
 		return err
 	})
@@ -99,7 +103,7 @@ func (m *RWMutex) Lock(ctx context.Context, opts ...LockOption) (*RWLock, error)
 		return l, err
 	}
 	key := lease.RWKey(m.c.cfg.keyPrefix, m.name)
-	return waitInLine(ctx, m.c, m.name, key, "", func(ctx context.Context, waiter string, waited time.Duration) (*RWLock, error) {
+	return waitInLine(ctx, m.c, m.name, lockLine(key), func(ctx context.Context, waiter string, waited time.Duration) (*RWLock, error) {
 		return m.attempt(ctx, false, waiter, waited, ls)
 	})
 }

@@ -118,9 +118,7 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int, opts ...LockOption) (*P
 	if err != nil {
 		return nil, err
 	}
-	c := s.c
-	line := lease.LineKey(c.cfg.keyPrefix, s.name)
-	return waitInLine(ctx, c, s.name, line, lease.LineWaiter("", n), func(ctx context.Context, waiter string, waited time.Duration) (*Permit, error) {
+	return waitInLine(ctx, s.c, s.name, s.line(n), func(ctx context.Context, waiter string, waited time.Duration) (*Permit, error) {
 		return s.take(ctx, n, ls, waiter, waited)
 	})
 }

@@ -25,18 +25,15 @@ func (s *Semaphore) take(ctx context.Context, n int, ls term, waiter string, wai
 		first := rand.N(s.permits)
 		p, err := s.trySlots(ctx, []int{first}, ls, waiter, waited)
 		if !retryable(err) {
-			return p, err
+			return p, s.full(err)
 		}
 		for _, i := range s.freeSlots(ctx, first) {
 			p, err2 := s.trySlots(ctx, []int{i}, ls, waiter, waited)
 			if !retryable(err2) {
-				return p, err2
+				return p, s.full(err2)
 			}
 		}
-		var qe *QuorumError
-		errors.As(err, &qe)
-		qe.Name = s.name // every slot tried is held: the semaphore is full
-		return nil, qe
+		return nil, s.full(err)
 	}
 	free := s.freeSlots(ctx, -1)
 	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
@@ -52,15 +49,27 @@ func (s *Semaphore) take(ctx context.Context, n int, ls term, waiter string, wai
 		}
 	}
 	slices.Sort(chosen)
-	return s.trySlots(ctx, chosen, ls, waiter, waited)
+	p, err := s.trySlots(ctx, chosen, ls, waiter, waited)
+	return p, s.full(err)
+}
+
+// full names the semaphore, not the slots tried, in an attempt's error
+// lost to contention: the slots were held, or waited for in the line.
+func (s *Semaphore) full(err error) error {
+	var qe *QuorumError
+	if errors.As(err, &qe) && contended(qe) {
+		qe.Name = s.name
+	}
+	return err
 }
 
 // retryable reports an attempt at one slot lost to its holder, which
-// another slot may not be: not to the line (a waiter ahead has the free
-// slots on some node) nor to the nodes.
+// another slot may not be: not to the line (waiters ahead have the free
+// slots on some node, which would refuse every slot alike) nor to the
+// nodes.
 func retryable(err error) bool {
 	var qe *QuorumError
-	return err != nil && errors.As(err, &qe) && qe.Cause == nil && contended(qe) && !qe.lostToPromises
+	return err != nil && errors.As(err, &qe) && qe.Cause == nil && contended(qe) && !qe.lostToPromises && qe.promised == 0
 }
 
 // trySlots is one attempt on slots, sorted.
@@ -130,4 +139,20 @@ func (s *Semaphore) freeSlots(ctx context.Context, tried int) []int {
 		}
 	}
 	return out
+}
+
+// line is the semaphore's line for requests of n permits. A waiter that
+// gives up leaves it and wakes those behind it that the free slots can
+// now serve: they may have been held back only by it.
+func (s *Semaphore) line(n int) line {
+	c := s.c
+	key := lease.LineKey(c.cfg.keyPrefix, s.name)
+	keys := []any{lease.QueueKey(key), lease.SeenKey(key)}
+	for i := range s.permits {
+		k, _, _ := lease.LockKeys(c.cfg.keyPrefix, lease.SlotName(s.name, i))
+		keys = append(keys, k)
+	}
+	return line{key: key, suffix: lease.LineWaiter("", n), leave: func(waiter string) *nodescript.Call {
+		return nodescript.NewCall(nodescript.SemLeave, keys, waiter, s.permits, key, c.promiseFor())
+	}}
 }

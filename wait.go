@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/fairqueue"
 	"github.com/quorumlock/redlock/internal/lease"
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
 )
 
@@ -55,18 +56,32 @@ func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *
 	if l, err := c.reentry(ctx, name, ls.reentrant, true); l != nil || err != nil {
 		return l, err
 	}
-	return waitInLine(ctx, c, name, c.lockKey(name), "", func(ctx context.Context, waiter string, waited time.Duration) (*Lock, error) {
+	return waitInLine(ctx, c, name, lockLine(c.lockKey(name)), func(ctx context.Context, waiter string, waited time.Duration) (*Lock, error) {
 		return c.tryLock(ctx, name, waiter, waited, ls)
 	})
 }
 
+// line is where a waiting call waits on the nodes: the queue and
+// notifications of key, its waiters' ids ending in suffix (a semaphore's
+// line reads there what a waiter asks for), and the call that takes a
+// waiter that gave up out of it.
+type line struct {
+	key, suffix string
+	leave       func(waiter string) *nodescript.Call
+}
+
+// lockLine is the line of a lock key: its queue.
+func lockLine(key string) line {
+	return line{key: key, leave: func(waiter string) *nodescript.Call {
+		return nodescript.NewCall(nodescript.Leave, nodescript.BoxKeys(leaveKeys(key)...), waiter)
+	}}
+}
+
 // waitInLine is the waiting loop of the primitives whose waiters queue on
-// the nodes (Lock, and a read-write lock's writers): try makes one attempt
-// for the waiter, which has waited waited so far; key is the lock key
-// whose queue and notifications the waiter uses, and suffix ends the
-// waiter's id there (a semaphore's line reads what a waiter asks for in
-// it). Lock's doc states what it does.
-func waitInLine[T any](ctx context.Context, c *Client, name, key, suffix string,
+// the nodes (Lock, a read-write lock's writers, a semaphore's Acquire):
+// try makes one attempt for the waiter, which has waited waited so far,
+// in ln. Lock's doc states what it does.
+func waitInLine[T any](ctx context.Context, c *Client, name string, ln line,
 	try func(ctx context.Context, waiter string, waited time.Duration) (T, error)) (_ T, err error) {
 	var none T
 	if !c.rounds.IfOpen(func() { c.locks.Add(1) }) { // before Close can wait for the Lock calls
@@ -74,14 +89,15 @@ func waitInLine[T any](ctx context.Context, c *Client, name, key, suffix string,
 	}
 	defer c.locks.Done() // after the leave below
 	started := c.cfg.clock.Now()
-	waiter := c.id + "/" + strconv.FormatUint(c.waiters.Add(1), 10) + suffix
+	waiter := c.id + "/" + strconv.FormatUint(c.waiters.Add(1), 10) + ln.suffix
+	key := ln.key
 	queued := false          // an attempt reached the nodes, which put this waiter in the queue
 	var last []chan struct{} // the last failed attempt's calls, per node
 	defer func() {
 		if err != nil && queued {
 			// After that attempt's call on each node: a late call would
 			// put the waiter back in the queue, to be promised the lock.
-			c.queue.Leave(leaveKeys(key), waiter, last)
+			c.queue.Leave(ln.leave(waiter), last)
 		}
 	}()
 	var w *fairqueue.Waiting // registered for notifications

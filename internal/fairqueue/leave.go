@@ -11,18 +11,18 @@ import (
 )
 
 // Leave takes a waiter that gave up out of the lock's queue on every
-// node, in the background, withdrawing a promise made to it. keys are the
-// lock key and its queue's keys, as the leave script takes them (next,
-// queue, seen).
-func (q *Queue) Leave(keys []string, waiter string, after []chan struct{}) {
+// node, in the background, withdrawing a promise made to it: leave is the
+// call that does it there (nodescript.Leave on the lock key and its
+// queue's keys, or a semaphore's SemLeave).
+func (q *Queue) Leave(leave *nodescript.Call, after []chan struct{}) {
 	select {
 	case <-q.rounds.Closing():
-		q.leaveClosed(keys, waiter, after)
+		q.leaveClosed(leave, after)
 		return
 	default:
 	}
 	_, _ = q.rounds.FanOut(context.Background(), "leave", after, nil, func(ctx context.Context, _ int, node redis.UniversalClient) (round.Outcome, int64, error) {
-		err := nodescript.Leave.Run(ctx, node, keys, waiter).Err()
+		err := leave.Run(ctx, node).Err()
 		if err != nil {
 			return round.NodeFailed, 0, err
 		}
@@ -40,7 +40,7 @@ func (q *Queue) Leave(keys []string, waiter string, after []chan struct{}) {
 // there (after[i]): that call, still in flight when Close ended the wait,
 // would otherwise land after the leave and queue the waiter again. A call
 // that has not returned within the bound leaves the waiter queued there.
-func (q *Queue) leaveClosed(keys []string, waiter string, after []chan struct{}) {
+func (q *Queue) leaveClosed(leave *nodescript.Call, after []chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.NodeTimeout)
 	var wg sync.WaitGroup
 	for i, node := range q.nodes {
@@ -52,7 +52,7 @@ func (q *Queue) leaveClosed(keys []string, waiter string, after []chan struct{})
 					return
 				}
 			}
-			_ = nodescript.Leave.Run(ctx, node, keys, waiter).Err()
+			_ = leave.Run(ctx, node).Err()
 		})
 	}
 	left := make(chan struct{})

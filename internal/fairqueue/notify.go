@@ -36,10 +36,13 @@ type subscription struct {
 	linger *time.Timer
 }
 
-// Waiting is one Lock call waiting for a name.
+// Waiting is one Lock call waiting for a name, or one watching it.
 type Waiting struct {
 	id   string
 	wake chan WakeReason // holds at most one pending notification
+	// watcher: not in the lock's queue (a reader, a multi-lock), so never
+	// promised the lock; it wakes at every release promised to nobody.
+	watcher bool
 	// promisedAt is when each node last promised the lock to this waiter,
 	// zero if none has since the waiter gave its promises back; q.mu.
 	promisedAt []time.Time
@@ -73,7 +76,20 @@ func (q *Queue) Subscribed(key string) bool {
 // listening reports whether a node had confirmed the subscription already:
 // if not, a WakeListening notification follows when one does.
 func (q *Queue) Register(key, id string) (_ *Waiting, cancel func(), listening bool) {
-	w := &Waiting{id: id, wake: make(chan WakeReason, 1)}
+	return q.register(key, &Waiting{id: id, wake: make(chan WakeReason, 1)})
+}
+
+// Watch is Register for a waiter that is not in key's queue (a reader
+// behind a writer, a multi-lock behind a member's holder): it is woken, on
+// wake (which may serve several keys; give it room for one), by every
+// release of key that promises the lock to nobody, as every client's
+// oldest queued waiter is, and never by a promise.
+func (q *Queue) Watch(key string, wake chan WakeReason) (cancel func(), listening bool) {
+	_, cancel, listening = q.register(key, &Waiting{wake: wake, watcher: true})
+	return cancel, listening
+}
+
+func (q *Queue) register(key string, w *Waiting) (_ *Waiting, cancel func(), listening bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -116,9 +132,10 @@ func (q *Queue) Register(key, id string) (_ *Waiting, cancel func(), listening b
 }
 
 // deliver wakes the waiter the lock was promised to by the node, if it is
-// one of this client's; on an empty payload, this client's oldest waiter
-// for the lock. Every node publishes the same release: the first wakes, the
-// rest coalesce, and a promise is counted for its node (Promises).
+// one of this client's; on an empty payload, this client's oldest queued
+// waiter for the lock and every watcher. Every node publishes the same
+// release: the first wakes, the rest coalesce, and a promise is counted
+// for its node (Promises).
 func (q *Queue) deliver(node int, channel, promisedTo string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -126,19 +143,26 @@ func (q *Queue) deliver(node int, channel, promisedTo string) {
 	if sub == nil || len(sub.waiters) == 0 {
 		return
 	}
-	w, reason := sub.waiters[0], WakeReleased
-	if promisedTo != "" {
-		i := slices.IndexFunc(sub.waiters, func(x *Waiting) bool { return x.id == promisedTo })
-		if i < 0 {
-			return // promised to another client's waiter
+	if promisedTo == "" {
+		oldest := true
+		for _, w := range sub.waiters {
+			if w.watcher || oldest {
+				w.notify(WakeReleased)
+				oldest = oldest && w.watcher
+			}
 		}
-		w, reason = sub.waiters[i], WakePromised
-		if w.promisedAt == nil {
-			w.promisedAt = make([]time.Time, len(q.nodes))
-		}
-		w.promisedAt[node] = q.cfg.Clock.Now()
+		return
 	}
-	w.notify(reason)
+	i := slices.IndexFunc(sub.waiters, func(x *Waiting) bool { return !x.watcher && x.id == promisedTo })
+	if i < 0 {
+		return // promised to another client's waiter
+	}
+	w := sub.waiters[i]
+	if w.promisedAt == nil {
+		w.promisedAt = make([]time.Time, len(q.nodes))
+	}
+	w.promisedAt[node] = q.cfg.Clock.Now()
+	w.notify(WakePromised)
 }
 
 // Promises counts the nodes whose promise to w still holds there: younger

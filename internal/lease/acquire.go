@@ -130,6 +130,7 @@ func (l *Lease) Fail(t *round.Tally, ctxErr error, commit []round.NodeResult, wh
 	case !t.Won():
 		qe.Kind = classifyAcquire(t)
 		qe.LostToPromises = qe.Kind == kind.ErrLocked && l.lostToPromises(t)
+		qe.Promised = int(l.promisedElsewhere.Load())
 	default:
 		qe.Kind, qe.Cause = why, cause
 		if commit != nil && why != kind.ErrNoValidity {

@@ -23,6 +23,10 @@ type Failure struct {
 	// LostToPromises: an acquisition lost only to promises made to other
 	// waiters (lostToPromises).
 	LostToPromises bool
+	// Promised: nodes refused it while free, promised to other waiters (a
+	// semaphore's: others ahead in its line), whether or not it was lost
+	// to them alone.
+	Promised int
 	// After: per node, closed once the failed attempt's call there ended
 	// (Lock's leave goes after it). Own: this client had a release or
 	// rollback of the name in flight, so its refusals may be its own.

@@ -14,8 +14,8 @@ import (
 
 // multi is the Shape of one multi-lock lease.
 type multi struct {
-	acquire []any // per member: lock key, marker, promise NEXT
-	fenced  []any // the fenced acquisition's keys: the node's, then per member key, marker, NEXT, H
+	acquire []any // per member: lock key, marker, promise NEXT, QUEUE
+	fenced  []any // the fenced acquisition's keys: the node's, then per member key, marker, NEXT, H, QUEUE
 	commit  []any // the commit's keys: the node's, then every member's H
 	release []any // per member: the five keys of the mutex's release
 	extend  []any // the node's id and longest TTL, then every member's lock key
@@ -38,8 +38,8 @@ func Multi(names []string) func(l *Lease, prefix, name, value string) Shape {
 		for _, name := range names {
 			key, queue, seen := LockKeys(prefix, name)
 			marker, next := MarkerKey(key, value), NextKey(key)
-			m.acquire = append(m.acquire, key, marker, next)
-			m.fenced = append(m.fenced, key, marker, next, HighKey(key))
+			m.acquire = append(m.acquire, key, marker, next, queue)
+			m.fenced = append(m.fenced, key, marker, next, HighKey(key), queue)
 			m.commit = append(m.commit, HighKey(key))
 			m.release = append(m.release, key, marker, next, queue, seen)
 			m.extend = append(m.extend, key)
@@ -50,9 +50,9 @@ func Multi(names []string) func(l *Lease, prefix, name, value string) Shape {
 
 func (m *multi) Acquire(l *Lease, _ int64) *nodescript.Call {
 	if l.e.Fencing {
-		return nodescript.NewCall(nodescript.FencedMultiAcquire, m.fenced, m.value, l.term.Arg, l.list.Roster)
+		return nodescript.NewCall(nodescript.FencedMultiAcquire, m.fenced, m.value, l.term.Arg, l.list.Roster, l.e.Args.StaleWaiter)
 	}
-	return nodescript.NewCall(nodescript.MultiAcquire, m.acquire, m.value, l.term.Arg)
+	return nodescript.NewCall(nodescript.MultiAcquire, m.acquire, m.value, l.term.Arg, "", l.e.Args.StaleWaiter)
 }
 
 func (m *multi) Commit(l *Lease, token int64) *nodescript.Call {

@@ -51,9 +51,9 @@ func (s *rw) Acquire(l *Lease, waitedUs int64) *nodescript.Call {
 	switch {
 	case s.reader && e.Fencing:
 		return nodescript.NewCall(nodescript.FencedRWRead, []any{k[0], k[1], k[2], k[3], k[4], s.readers, HighKey(s.key),
-			nk.Counter, nk.ID, nk.Replid, nk.Lost, nk.Roster, nk.MaxTTL}, s.value, l.term.Arg, l.list.Roster)
+			nk.Counter, nk.ID, nk.Replid, nk.Lost, nk.Roster, nk.MaxTTL}, s.value, l.term.Arg, l.list.Roster, e.Args.StaleWaiter)
 	case s.reader:
-		return nodescript.NewCall(nodescript.RWRead, []any{k[0], k[1], k[2], k[3], k[4], s.readers, HighKey(s.key)}, s.value, l.term.Arg)
+		return nodescript.NewCall(nodescript.RWRead, []any{k[0], k[1], k[2], k[3], k[4], s.readers, HighKey(s.key)}, s.value, l.term.Arg, "", e.Args.StaleWaiter)
 	case e.Fencing:
 		return nodescript.NewCall(nodescript.FencedRWWrite, []any{k[0], k[1], HighKey(s.key), nk.Counter, nk.ID, nk.Replid, nk.Lost,
 			nk.Roster, nk.MaxTTL, k[2], k[3], k[4], s.readers}, s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs, l.list.Roster)

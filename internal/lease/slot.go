@@ -104,7 +104,7 @@ func (p *permit) Release(l *Lease, markerTTL any, announce bool) *nodescript.Cal
 	if announce {
 		flag = 1
 	}
-	return nodescript.NewCall(nodescript.SemRelease, p.release, p.value, markerTTL, flag, "", l.e.Args.PromiseFor, p.permits, p.line)
+	return nodescript.NewCall(nodescript.SemRelease, p.release, p.value, markerTTL, flag, l.waiter, l.e.Args.PromiseFor, p.permits, p.line)
 }
 
 func (p *permit) Extend(l *Lease, ttlArg any) *nodescript.Call {

@@ -13,8 +13,10 @@ import (
 
 // MultiAcquire takes every member or none (lua/multi_take.lua).
 //
-//	KEYS: per member, lock key, release marker of this value, promise NEXT
-//	ARGV[1] value, ARGV[2] TTL in ms
+//	KEYS: per member, lock key, release marker of this value, promise
+//	      NEXT, QUEUE (FencedMultiAcquire: H before QUEUE)
+//	ARGV[1] value, ARGV[2] TTL in ms, ARGV[3] the roster ('' unfenced),
+//	ARGV[4] how long a refused set's marks last, ms (lua/watch.lua)
 //
 // Returns 1, 0 or 2 as Acquire does, or a WRONGTYPE error naming the key.
 // FencedMultiAcquire adds the identity checks and a token candidate above
@@ -28,13 +30,25 @@ var (
 	//go:embed lua/multi_commit.lua
 	multiCommitBody string
 
-	MultiAcquire = luascript.New(wrongTypePrelude + multiTakePrelude + `return takeAll(1, 3)
+	// multiTakeSet takes every member or none, and marks the members'
+	// queues of a refused set (lua/watch.lua), so that their next
+	// releases wake it: QOFF is each member's queue key's offset.
+	multiTakeSet = `local function takeSet()
+  local ok = takeAll(MEMBERS, STRIDE)
+  if ok == 0 or ok == 2 then
+    for k = MEMBERS, #KEYS, STRIDE do watch(KEYS[k + QOFF], ARGV[4]) end
+  end
+  return ok
+end
+`
+
+	MultiAcquire = luascript.New(`local MEMBERS, STRIDE, QOFF = 1, 4, 3
+` + wrongTypePrelude + watchPrelude + multiTakePrelude + multiTakeSet + `return takeSet()
 `)
 	FencedMultiAcquire = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local NONCE, ROSTER = ARGV[1], ARGV[3]
-local MEMBERS = 7
-` + IdentityPrelude + wrongTypePrelude + multiTakePrelude + `local function takeSet() return takeAll(MEMBERS, 4) end
-` + multiFencedAcquireBody)
+local MEMBERS, STRIDE, QOFF = 7, 5, 4
+` + IdentityPrelude + wrongTypePrelude + watchPrelude + multiTakePrelude + multiTakeSet + multiFencedAcquireBody)
 	MultiCommit = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY = KEYS[3], KEYS[4], KEYS[5]
 local NONCE = ARGV[3]
 ` + IdentityPrelude + wrongTypePrelude + `local ID = nodeID()

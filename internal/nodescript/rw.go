@@ -18,6 +18,8 @@ var (
 	rwWriteBlock string
 	//go:embed lua/rw_read.lua
 	rwReadBody string
+	//go:embed lua/watch.lua
+	watchPrelude string
 	//go:embed lua/rw_read_commit.lua
 	rwReadCommitBody string
 	//go:embed lua/rw_write_commit.lua
@@ -48,11 +50,11 @@ if not ID then return {-1, 0} end
 
 	// RWRead and FencedRWRead are a reader's acquisition (lua/rw_read.lua).
 	RWRead = luascript.New(`local FENCED = false
-` + wrongTypePrelude + rwReadBody)
+` + wrongTypePrelude + watchPrelude + rwReadBody)
 	FencedRWRead = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local NONCE, ROSTER = ARGV[1], ARGV[3]
 local FENCED = true
-` + IdentityPrelude + wrongTypePrelude + rwReadBody)
+` + IdentityPrelude + wrongTypePrelude + watchPrelude + rwReadBody)
 	// RWReadCommit is a reader's commit (lua/rw_read_commit.lua).
 	RWReadCommit = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY = KEYS[5], KEYS[6], KEYS[7]
 local NONCE = ARGV[3]

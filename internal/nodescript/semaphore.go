@@ -22,6 +22,8 @@ var (
 	semReleaseBody string
 	//go:embed lua/sem_extend.lua
 	semExtendSource string
+	//go:embed lua/sem_leave.lua
+	semLeaveBody string
 	//go:embed lua/census.lua
 	censusSource string
 	//go:embed lua/setpermits.lua
@@ -67,6 +69,11 @@ var SemRelease = luascript.New(`local QUEUE, SEEN, WAITER, SLOTS = KEYS[1], KEYS
 ` + semLinePrelude + `local function releaseOne(KEYS, ARGV)
 ` + releaseSource + `end
 ` + semReleaseBody)
+
+// SemLeave takes a waiter that gave up out of the line, and tells the
+// waiters behind it (lua/sem_leave.lua).
+var SemLeave = luascript.New(`local QUEUE, SEEN, WAITER, SLOTS = KEYS[1], KEYS[2], '', 3
+` + semLinePrelude + semLeaveBody)
 
 // SemExtend extends a permit's slots, fenced or not (lua/sem_extend.lua).
 var SemExtend = luascript.New(semExtendSource)

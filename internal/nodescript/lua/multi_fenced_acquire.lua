@@ -7,12 +7,14 @@
 --              roster
 --   KEYS[6] the longest TTL used on this node (read by Repair)
 --   KEYS[MEMBERS..] per member: lock key, release marker of this value,
---             promise NEXT, H of the name (MEMBERS is 7 for a multi-lock;
---             a semaphore's keys come before its members)
+--             promise NEXT, H of the name, and for a multi-lock its QUEUE
+--             (MEMBERS is 7 for a multi-lock, STRIDE 5; a semaphore's keys
+--             come before its members, STRIDE 4)
 --   ARGV[1] value   ARGV[2] TTL in ms   ARGV[3] the deployment's roster
 --
--- takeSet is takeAll(MEMBERS, 4) for a multi-lock; a semaphore's checks its
--- size and its line first (sem_take.lua).
+-- takeSet is takeAll(MEMBERS, STRIDE) for a multi-lock, marking the
+-- queues of a refused set (watch.lua); a semaphore's checks its size and
+-- its line first (sem_take.lua).
 --
 -- Returns {status, candidate} as lua/fenced_acquire.lua does. The candidate
 -- is minted from the node's one counter G whatever the outcome, so it
@@ -27,7 +29,7 @@ local ok = takeSet()
 if type(ok) == 'table' then return ok end
 local g = redis.call('INCR', KEYS[1])
 local c = g
-for k = MEMBERS, #KEYS, 4 do
+for k = MEMBERS, #KEYS, STRIDE do
   local h = getString(KEYS[k + 3])
   if h then
     local f = math.floor(tonumber(h) / 256)

@@ -9,7 +9,8 @@
 --   KEYS[7] H, the writers' committed token
 --   fenced: KEYS[8] G   KEYS[9..12] id marker, replication id, lost stamp,
 --           roster   KEYS[13] the longest TTL used on this node
---   ARGV[1] value   ARGV[2] TTL in ms   fenced: ARGV[3] the roster
+--   ARGV[1] value   ARGV[2] TTL in ms   ARGV[3] the roster ('' unfenced)
+--   ARGV[4] how long the mark of a refused reader lasts, ms (watch.lua)
 --
 -- Returns 1 granted or 0 refused; fenced, {status, candidate} as
 -- fenced_acquire.lua (a refused node proposes no candidate).
@@ -23,6 +24,7 @@ if FENCED then
   if (redis.call('GET', ROSTERKEY) or '') ~= ROSTER then return {-3, 0} end
 end
 local function refused()
+  watch(KEYS[4], ARGV[4]) -- the writer's release wakes the waiting readers
   if FENCED then return {0, 0} end
   return 0
 end

@@ -35,6 +35,28 @@ local function freeSlots(k, now)
   return k - redis.call('EXISTS', unpack(KEYS, SLOTS, SLOTS + k - 1))
 end
 
+-- lineHead returns up to n waiters from the head of the line, in order,
+-- dropping on the way those that ask for more than the K slots (clients
+-- built with a larger size, since SetPermits shrank it: they can never be
+-- served, and would hold back everyone behind them), 64 a call at most.
+local function lineHead(k, n)
+  local out, dropped = {}, 0
+  while #out < n and dropped < 64 do
+    local page = redis.call('ZRANGE', QUEUE, #out, n - 1)
+    if #page == 0 then break end
+    for _, m in ipairs(page) do
+      if wantOf(m) > k then
+        redis.call('ZREM', QUEUE, m)
+        redis.call('ZREM', SEEN, m)
+        dropped = dropped + 1
+      else
+        out[#out + 1] = m
+      end
+    end
+  end
+  return out
+end
+
 -- lineAhead reports that waiters ahead of this request for n permits keep
 -- it from taking slots here; waitedUs is how long its waiter has waited
 -- (its place, if the line does not hold it: a place is kept across
@@ -52,10 +74,9 @@ local function lineAhead(n, k, waitedUs)
   end
   -- Each waiter asks for one permit at least: budget + 1 of them ahead
   -- are more than the free slots can serve.
-  local ahead = redis.call('ZRANGE', QUEUE, 0, budget, 'WITHSCORES')
-  for i = 1, #ahead, 2 do
-    if ahead[i] == WAITER or tonumber(ahead[i + 1]) >= mine then return false end
-    budget = budget - wantOf(ahead[i])
+  for _, m in ipairs(lineHead(k, budget + 1)) do
+    if m == WAITER or tonumber(redis.call('ZSCORE', QUEUE, m)) >= mine then return false end
+    budget = budget - wantOf(m)
     if budget < 0 then return true end
   end
   return false
@@ -72,14 +93,16 @@ end
 -- on its own client's channel ('<line>:promised:<client>'), as the mutex's
 -- release promises its lock. A waiter told counts as live no longer than
 -- promiseMs from now unless it tries again, so that a dead one holds the
--- line back for a promise period, not for its retry delay.
+-- line back for a promise period, not for its retry delay (the waiters
+-- behind it find the slots at their next attempt, as the mutex's do after
+-- a promise nobody took).
 local function wakeLine(k, line, promiseMs)
   if redis.call('EXISTS', QUEUE) == 0 then return end
   local now = nowMs()
   local budget = freeSlots(k, now)
   if budget <= 0 then return end
   local until_ = now + tonumber(promiseMs)
-  for _, m in ipairs(redis.call('ZRANGE', QUEUE, 0, budget - 1)) do
+  for _, m in ipairs(lineHead(k, budget)) do
     budget = budget - wantOf(m)
     if budget < 0 then return end
     if tonumber(redis.call('ZSCORE', SEEN, m) or '0') > until_ then
