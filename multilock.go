@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/lease"
+	"github.com/quorumlock/redlock/internal/nodescript"
 )
 
 // The multi-lock: several names taken as one lock (docs/multilock.md). On
@@ -70,13 +71,13 @@ func (c *Client) TryLockMulti(ctx context.Context, names []string, opts ...LockO
 	if err := ctx.Err(); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: lease.MultiName(set), Cause: err}
 	}
-	return c.tryLockMulti(ctx, set, ls)
+	return c.tryLockMulti(ctx, set, "", 0, ls)
 }
 
-func (c *Client) tryLockMulti(ctx context.Context, set []string, ls term) (*MultiLock, error) {
+func (c *Client) tryLockMulti(ctx context.Context, set []string, waiter string, waited time.Duration, ls term) (*MultiLock, error) {
 	m := &MultiLock{c: c, names: set}
 	name := lease.MultiName(set)
-	start, commit, begun, err := c.leases.Attempt(ctx, &m.l, lease.Request{Name: name,
+	start, commit, begun, err := c.leases.Attempt(ctx, &m.l, lease.Request{Name: name, Waiter: waiter, Waited: waited,
 		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.Multi(set), Names: set})
 	err = publicError(err)
 	if begun && c.cfg.observer != nil {
@@ -94,12 +95,16 @@ func (c *Client) tryLockMulti(ctx context.Context, set []string, ls term) (*Mult
 
 // LockMulti takes every one of names, retrying until it succeeds, ctx
 // ends, or an outage outlasts the client's bound, and gives up at once on
-// the errors Lock gives up on. A multi-lock does not wait in the names'
-// queues: it retries after the client's retry delay (after short random
-// delays when its attempt split the votes with another), or at once when
-// a member it was refused is released to nobody (it hears the members'
-// release notifications, as Lock's waiters do); a name promised to a
-// waiting Lock is refused to it until that Lock took it.
+// the errors Lock gives up on. A refused multi-lock waits in every
+// member's queue as one waiter, with one place, beside the members' Lock
+// waiters: a member's Unlock promises it to the longest-waiting live
+// waiter, the multi-lock included, which is then woken (Redis pub/sub, as
+// Lock's waiters are) and takes the set if its other members are free. A
+// member it was promised but could not use (another member still held) it
+// gives back at once. It is also woken by a member's release promised to
+// nobody, and otherwise retries after the client's retry delay (after
+// short random delays when its attempt split the votes with another). A
+// multi-lock that gives up leaves every member's queue.
 func (c *Client) LockMulti(ctx context.Context, names []string, opts ...LockOption) (_ *MultiLock, err error) {
 	set, err := c.multiNames(names)
 	if err != nil {
@@ -110,12 +115,8 @@ func (c *Client) LockMulti(ctx context.Context, names []string, opts ...LockOpti
 		return nil, err
 	}
 	var m *MultiLock
-	keys := make([]string, len(set))
-	for i, n := range set {
-		keys[i] = c.lockKey(n)
-	}
-	err = c.retry(ctx, lease.MultiName(set), keys, func() (err error) {
-		m, err = c.tryLockMulti(ctx, set, ls)
+	err = c.retry(ctx, lease.MultiName(set), c.multiLine(set), func(waiter string, waited time.Duration) (err error) {
+		m, err = c.tryLockMulti(ctx, set, waiter, waited, ls)
 		return err
 	})
 	return m, err
@@ -147,6 +148,20 @@ func (c *Client) DoMulti(ctx context.Context, names []string, fn func(ctx contex
 		return err
 	}
 	return hold(ctx, keepLease(&m.l, m.Extend), m.Unlock, func(ctx context.Context) error { return fn(ctx, m) })
+}
+
+// multiLine is how a waiting multi-lock over set waits: in every member's
+// queue, leaving them all if it gives up.
+func (c *Client) multiLine(set []string) watch {
+	keys := make([]string, len(set))
+	var queues []any
+	for i, n := range set {
+		keys[i] = c.lockKey(n)
+		queues = append(queues, nodescript.BoxKeys(leaveKeys(keys[i])...)...)
+	}
+	return watch{keys: keys, leave: func(waiter string) *nodescript.Call {
+		return nodescript.NewCall(nodescript.MultiLeave, queues, waiter)
+	}}
 }
 
 // multiNames checks a multi-lock's names and returns them sorted: the

@@ -120,3 +120,97 @@ func multiWoken(t *testing.T, cl *cluster, name string, opts []redlock.Option) {
 		t.Fatalf("the multi-lock after its member's unlock: %v, want it woken", err)
 	}
 }
+
+// A waiting multi-lock is one waiter in each member's queue: promised a
+// member it cannot use (another member held), it gives it back at once, so
+// that the member's next waiter, whose retry delay is longer than the
+// test, is served by the notification rather than after the promise
+// lapsed and its delay ran out. A multi-lock that gives up leaves every
+// member's queue.
+func TestMultiLockGivesBackAPromiseItCannotUse(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	a, err := cl.newClient(t).TryLock(ctx, "pa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cl.newClient(t).TryLock(ctx, "pb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks, calls := refusals("multi-acquire")
+	mc := cl.hookedOn(t, hooks, redlock.WithRetryDelay(30*time.Second, 30*time.Second))
+	mctx, mcancel := context.WithCancel(ctx)
+	multi := make(chan error, 1)
+	go func() {
+		_, err := mc.LockMulti(mctx, []string{"pa", "pb"})
+		multi <- err
+	}()
+	waitCount(t, calls, 1)
+	cl.inQueue(t, "pa", 1)
+	mutexWaiter := cl.newClient(t, redlock.WithRetryDelay(30*time.Second, 30*time.Second))
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		l, err := mutexWaiter.Lock(wctx, "pa")
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	cl.inQueue(t, "pa", 2)
+	if err := a.Unlock(ctx); err != nil { // promised to the multi-lock, the first in line
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the member's next waiter: %v, want the promise the multi-lock could not use given back to it", err)
+	}
+	mcancel()
+	if err := <-multi; err == nil {
+		t.Fatal("the multi-lock got its set with pb held")
+	}
+	_ = b.Unlock(ctx)
+	for _, name := range []string{"pa", "pb"} {
+		cl.queueEmpties(t, name)
+	}
+}
+
+// inQueue waits until a majority of the nodes hold n waiters in the queue
+// of the lock name.
+func (cl *cluster) inQueue(t *testing.T, name string, n int64) {
+	t.Helper()
+	key := "redlock:{" + name + "}:queue"
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		k := 0
+		for _, in := range cl.inspect {
+			// The mark of a waiting reader or multi-lock ('~') is no waiter.
+			if got, _ := in.ZCount(context.Background(), key, "-inf", "(+inf").Result(); got >= n {
+				k++
+			}
+		}
+		if k >= len(cl.inspect)/2+1 {
+			return
+		}
+	}
+	t.Fatalf("%d waiters never joined the queue of %q on a majority", n, name)
+}
+
+// queueEmpties waits until no node holds a waiter in the queue of name.
+func (cl *cluster) queueEmpties(t *testing.T, name string) {
+	t.Helper()
+	key := "redlock:{" + name + "}:queue"
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		left := int64(0)
+		for _, in := range cl.inspect {
+			n, _ := in.ZCount(context.Background(), key, "-inf", "(+inf").Result()
+			left += n
+		}
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters left in the queue of %q", left, name)
+		}
+	}
+}

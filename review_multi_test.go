@@ -296,12 +296,12 @@ func TestReviewMultiDoMultiLostLockContext(t *testing.T) {
 
 // Every primitive comes with the mutex's fair waiting, woken by
 // notifications (lock-family.md, "What each primitive must come with").
-// LockMulti does not queue: while two Locks of "a" take turns, each Unlock
-// promises "a" to the other, which is always queued by then, so "a" is
-// never free and unpromised when LockMulti's polls land, and LockMulti
-// waits for ever though it asked long before most of the turns.
+// When LockMulti did not queue, while two Locks of "a" took turns, each
+// Unlock promised "a" to the other, always queued by then, so "a" was never
+// free and unpromised when LockMulti's polls landed, and LockMulti waited
+// for ever though it asked long before most of the turns (skipped as a
+// known limitation until LockMulti joined its members' queues).
 func TestReviewMultiLockMultiStarvedByMemberWaiters(t *testing.T) {
-	t.Skip("known limitation, documented in docs/multilock.md: a multi-lock does not queue on its members; fair waiting for sets is not built yet (issue 25)")
 	cl := startCluster(t, 3)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

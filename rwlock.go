@@ -84,7 +84,7 @@ func (m *RWMutex) RLock(ctx context.Context, opts ...LockOption) (*RWLock, error
 		return l, err
 	}
 	var l *RWLock
-	err = m.c.retry(ctx, m.name, []string{lease.RWKey(m.c.cfg.keyPrefix, m.name)}, func() (err error) {
+	err = m.c.retry(ctx, m.name, watch{keys: []string{lease.RWKey(m.c.cfg.keyPrefix, m.name)}}, func(string, time.Duration) (err error) {
 		l, err = m.attempt(ctx, true, "", 0, ls)
 		return err
 	})

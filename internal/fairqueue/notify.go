@@ -40,8 +40,7 @@ type subscription struct {
 type Waiting struct {
 	id   string
 	wake chan WakeReason // holds at most one pending notification
-	// watcher: not in the lock's queue (a reader, a multi-lock), so never
-	// promised the lock; it wakes at every release promised to nobody.
+	// watcher: it wakes at every release promised to nobody (Watch).
 	watcher bool
 	// promisedAt is when each node last promised the lock to this waiter,
 	// zero if none has since the waiter gave its promises back; q.mu.
@@ -79,13 +78,13 @@ func (q *Queue) Register(key, id string) (_ *Waiting, cancel func(), listening b
 	return q.register(key, &Waiting{id: id, wake: make(chan WakeReason, 1)})
 }
 
-// Watch is Register for a waiter that is not in key's queue (a reader
-// behind a writer, a multi-lock behind a member's holder): it is woken, on
-// wake (which may serve several keys; give it room for one), by every
-// release of key that promises the lock to nobody, as every client's
-// oldest queued waiter is, and never by a promise.
-func (q *Queue) Watch(key string, wake chan WakeReason) (cancel func(), listening bool) {
-	_, cancel, listening = q.register(key, &Waiting{wake: wake, watcher: true})
+// Watch is Register for a call that waits on several keys or in no queue
+// (a reader behind a writer: id ""; a multi-lock, in each member's queue
+// as id): it is woken, on wake (which may serve several keys; give it room
+// for one), by every release of key that promises the lock to nobody, as
+// every client's oldest queued waiter is, and by a promise to id.
+func (q *Queue) Watch(key, id string, wake chan WakeReason) (cancel func(), listening bool) {
+	_, cancel, listening = q.register(key, &Waiting{id: id, wake: wake, watcher: true})
 	return cancel, listening
 }
 
@@ -153,7 +152,7 @@ func (q *Queue) deliver(node int, channel, promisedTo string) {
 		}
 		return
 	}
-	i := slices.IndexFunc(sub.waiters, func(x *Waiting) bool { return !x.watcher && x.id == promisedTo })
+	i := slices.IndexFunc(sub.waiters, func(x *Waiting) bool { return x.id == promisedTo })
 	if i < 0 {
 		return // promised to another client's waiter
 	}

@@ -14,9 +14,13 @@ import (
 // MultiAcquire takes every member or none (lua/multi_take.lua).
 //
 //	KEYS: per member, lock key, release marker of this value, promise
-//	      NEXT, QUEUE (FencedMultiAcquire: H before QUEUE)
+//	      NEXT, QUEUE, SEEN (FencedMultiAcquire: H before QUEUE)
 //	ARGV[1] value, ARGV[2] TTL in ms, ARGV[3] the roster ('' unfenced),
-//	ARGV[4] how long a refused set's marks last, ms (lua/watch.lua)
+//	ARGV[4] STALE in ms (a waiter's liveness, and a refused set's marks:
+//	lua/watch.lua), ARGV[5] WAITED in µs, ARGV[6] the waiter
+//
+// Without a waiter (TryLockMulti) each member passes only its first three
+// keys (fenced: four, to H) and ARGV[1..3]: it neither queues nor listens.
 //
 // Returns 1, 0 or 2 as Acquire does, or a WRONGTYPE error naming the key.
 // FencedMultiAcquire adds the identity checks and a token candidate above
@@ -30,25 +34,20 @@ var (
 	//go:embed lua/multi_commit.lua
 	multiCommitBody string
 
-	// multiTakeSet takes every member or none, and marks the members'
-	// queues of a refused set (lua/watch.lua), so that their next
-	// releases wake it: QOFF is each member's queue key's offset.
-	multiTakeSet = `local function takeSet()
-  local ok = takeAll(MEMBERS, STRIDE)
-  if ok == 0 or ok == 2 then
-    for k = MEMBERS, #KEYS, STRIDE do watch(KEYS[k + QOFF], ARGV[4]) end
-  end
-  return ok
-end
-`
+	//go:embed lua/multi_wait.lua
+	multiTakeSet string
 
-	MultiAcquire = luascript.New(`local MEMBERS, STRIDE, QOFF = 1, 4, 3
-` + wrongTypePrelude + watchPrelude + multiTakePrelude + multiTakeSet + `return takeSet()
+	MultiAcquire = luascript.New(`local WAITER = ARGV[6] or ''
+local MEMBERS, STRIDE, QOFF = 1, 5, 3
+if WAITER == '' then STRIDE = 3 end
+` + wrongTypePrelude + watchPrelude + QueuePrelude + multiTakePrelude + multiTakeSet + `return takeSet()
 `)
 	FencedMultiAcquire = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local NONCE, ROSTER = ARGV[1], ARGV[3]
-local MEMBERS, STRIDE, QOFF = 7, 5, 4
-` + IdentityPrelude + wrongTypePrelude + watchPrelude + multiTakePrelude + multiTakeSet + multiFencedAcquireBody)
+local WAITER = ARGV[6] or ''
+local MEMBERS, STRIDE, QOFF = 7, 6, 4
+if WAITER == '' then STRIDE = 4 end
+` + IdentityPrelude + wrongTypePrelude + watchPrelude + QueuePrelude + multiTakePrelude + multiTakeSet + multiFencedAcquireBody)
 	MultiCommit = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY = KEYS[3], KEYS[4], KEYS[5]
 local NONCE = ARGV[3]
 ` + IdentityPrelude + wrongTypePrelude + `local ID = nodeID()
@@ -71,6 +70,19 @@ for k = 1, #KEYS, 5 do
   if releaseOne({KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]}, ARGV) ~= 1 then all = 0 end
 end
 return all
+`)
+
+// MultiLeave takes a waiting multi-lock that gave up out of every
+// member's queue: the mutex's Leave (lua/leave.lua) on each.
+//
+//	KEYS: per member, Leave's four (lock key, NEXT, QUEUE, SEEN)
+//	ARGV[1] the waiter
+var MultiLeave = luascript.New(`local function leaveOne(KEYS, ARGV)
+` + leaveSource + `end
+for k = 1, #KEYS, 4 do
+  leaveOne({KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]}, ARGV)
+end
+return 1
 `)
 
 // MultiExtend re-applies a TTL to every member where all still hold the

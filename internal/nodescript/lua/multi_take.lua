@@ -5,9 +5,10 @@
 --
 -- Returns 1 if every member now holds the value, 0 if one is held by another
 -- owner (or this value was already released here), 2 if no member is held
--- but one is promised to a mutex waiter (a multi-lock never queues, so the
--- promise is never its own), and a WRONGTYPE error that names the key if
--- any member holds another type, whatever the others.
+-- but one is promised to another waiter than WAITER (the script's global:
+-- a waiting multi-lock's id in its members' queues, '' for none), and a
+-- WRONGTYPE error that names the key if any member holds another type,
+-- whatever the others.
 -- Nothing is written unless every member can be taken: a request never holds
 -- part of its set on a node, so two multi-locks cannot hold-and-wait.
 local function takeAll(first, stride)
@@ -19,8 +20,9 @@ local function takeAll(first, stride)
     if type(v) == 'table' and v.err then return wrongType(KEYS[k]) end
     if redis.call('EXISTS', KEYS[k + 1]) == 1 or (v and v ~= ARGV[1]) then
       refused = true
-    elseif not v and redis.call('EXISTS', KEYS[k + 2]) == 1 then
-      promised = true
+    elseif not v then
+      local next = redis.call('GET', KEYS[k + 2])
+      if next and next ~= WAITER then promised = true end
     end
   end
   if refused then return 0 end
