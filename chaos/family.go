@@ -71,9 +71,17 @@ func (w *workload) runFamily(ctx context.Context, id int, c *redlock.Client) {
 				l, resources, release = h, []string{"doc"}, h.Unlock
 			}
 		case Semaphore:
+			// A quarter of the requests are for every permit at once (all
+			// or none), so that they wait in the same line as the single
+			// ones: a permit of several slots is one hold per slot.
 			var p *redlock.Permit
-			if p, err = sem.Acquire(actx); err == nil {
-				l, resources, release = p, []string{p.Name()}, p.Release
+			if rand.N(4) == 0 {
+				p, err = sem.AcquireN(actx, FamilyPermits)
+			} else {
+				p, err = sem.Acquire(actx)
+			}
+			if err == nil {
+				l, resources, release = p, p.Names(), p.Release
 			}
 		case MultiLock:
 			k := (id + seq) % len(multiNames)
