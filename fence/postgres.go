@@ -124,10 +124,16 @@ func (p *Postgres) Admit(ctx context.Context, resource string, token uint64, hol
 // failures: at the default READ COMMITTED isolation the admission itself
 // never causes one.
 func (p *Postgres) Do(ctx context.Context, resource string, token uint64, holder string,
-	fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
+	fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := validatePostgres(resource, token); err != nil {
 		return err
 	}
+	return p.inTx(ctx, func(tx *sql.Tx) error { return p.AdmitTx(ctx, tx, resource, token, holder) }, fn)
+}
+
+// inTx runs admit and then fn (if not nil) in one transaction, and
+// commits if both succeed; otherwise it rolls back and returns the error.
+func (p *Postgres) inTx(ctx context.Context, admit func(tx *sql.Tx) error, fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
 	tx, err := p.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -137,7 +143,7 @@ func (p *Postgres) Do(ctx context.Context, resource string, token uint64, holder
 			_ = tx.Rollback() // err says why; a failed rollback adds nothing
 		}
 	}()
-	if err := p.AdmitTx(ctx, tx, resource, token, holder); err != nil {
+	if err := admit(tx); err != nil {
 		return err
 	}
 	if fn != nil {

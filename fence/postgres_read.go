@@ -34,28 +34,11 @@ func (p *Postgres) AdmitRead(ctx context.Context, resource string, token uint64,
 // token is stale (below the write mark) or reused, fn does not run. fn's
 // error, or the commit's, is returned.
 func (p *Postgres) DoRead(ctx context.Context, resource string, token uint64, holder string,
-	fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
+	fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := validatePostgres(resource, token); err != nil {
 		return err
 	}
-	tx, err := p.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback() // err says why; a failed rollback adds nothing
-		}
-	}()
-	if err := p.AdmitReadTx(ctx, tx, resource, token, holder); err != nil {
-		return err
-	}
-	if fn != nil {
-		if err := fn(ctx, tx); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
+	return p.inTx(ctx, func(tx *sql.Tx) error { return p.AdmitReadTx(ctx, tx, resource, token, holder) }, fn)
 }
 
 // AdmitReadTx admits a read's token inside the caller's transaction. It

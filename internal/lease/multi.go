@@ -75,11 +75,7 @@ func (m *multi) Commit(l *Lease, token int64) *nodescript.Call {
 }
 
 func (m *multi) Release(l *Lease, markerTTL any, announce bool) *nodescript.Call {
-	flag := 0
-	if announce {
-		flag = 1
-	}
-	return nodescript.NewCall(nodescript.MultiRelease, m.release, m.value, markerTTL, flag, l.waiter, l.e.Args.PromiseFor)
+	return nodescript.NewCall(nodescript.MultiRelease, m.release, m.value, markerTTL, announceArg(announce), l.waiter, l.e.Args.PromiseFor)
 }
 
 func (m *multi) Extend(l *Lease, ttlArg any) *nodescript.Call {

@@ -69,11 +69,7 @@ func (m *mutex) Commit(l *Lease, token int64) *nodescript.Call {
 }
 
 func (m *mutex) Release(l *Lease, markerTTL any, announce bool) *nodescript.Call {
-	flag := 0
-	if announce {
-		flag = 1
-	}
-	return nodescript.NewCall(nodescript.Release, m.keyArgs, m.value, markerTTL, flag, l.waiter, l.e.Args.PromiseFor)
+	return nodescript.NewCall(nodescript.Release, m.keyArgs, m.value, markerTTL, announceArg(announce), l.waiter, l.e.Args.PromiseFor)
 }
 
 func (m *mutex) Extend(l *Lease, ttlArg any) *nodescript.Call {
@@ -81,4 +77,13 @@ func (m *mutex) Extend(l *Lease, ttlArg any) *nodescript.Call {
 		return nodescript.NewCall(nodescript.Extend, m.keyArgs[:1], m.value, ttlArg)
 	}
 	return nodescript.NewCall(nodescript.FencedExtend, []any{m.keyArgs[0], l.e.Keys.ID, l.e.Keys.MaxTTL}, m.value, ttlArg)
+}
+
+// announceArg is the release scripts' announce argument: 1 for an Unlock,
+// which hands the lock over, 0 for a rollback.
+func announceArg(announce bool) int {
+	if announce {
+		return 1
+	}
+	return 0
 }

@@ -79,11 +79,7 @@ func (s *rw) Commit(l *Lease, token int64) *nodescript.Call {
 }
 
 func (s *rw) Release(l *Lease, markerTTL any, announce bool) *nodescript.Call {
-	flag := 0
-	if announce {
-		flag = 1
-	}
-	return nodescript.NewCall(nodescript.RWRelease, append(s.keyArgs[:5:5], s.readers, s.rq, s.rs), s.value, markerTTL, flag, l.waiter, l.e.Args.PromiseFor)
+	return nodescript.NewCall(nodescript.RWRelease, append(s.keyArgs[:5:5], s.readers, s.rq, s.rs), s.value, markerTTL, announceArg(announce), l.waiter, l.e.Args.PromiseFor)
 }
 
 func (s *rw) Extend(l *Lease, ttlArg any) *nodescript.Call {

@@ -100,11 +100,7 @@ func (p *permit) Commit(l *Lease, token int64) *nodescript.Call {
 }
 
 func (p *permit) Release(l *Lease, markerTTL any, announce bool) *nodescript.Call {
-	flag := 0
-	if announce {
-		flag = 1
-	}
-	return nodescript.NewCall(nodescript.SemRelease, p.release, p.value, markerTTL, flag, l.waiter, l.e.Args.PromiseFor, p.permits, p.line)
+	return nodescript.NewCall(nodescript.SemRelease, p.release, p.value, markerTTL, announceArg(announce), l.waiter, l.e.Args.PromiseFor, p.permits, p.line)
 }
 
 func (p *permit) Extend(l *Lease, ttlArg any) *nodescript.Call {
