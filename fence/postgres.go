@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync/atomic"
 )
 
 // Postgres is a Fence kept in the protected service's own PostgreSQL
@@ -20,14 +21,18 @@ import (
 // stale one that waited behind a newer holder sees the newer token and is
 // rejected. Transactions on different resources do not wait for each other.
 //
-// It is a ReadFence: a second table, "<table>_read", keeps each
-// resource's read mark (postgres_read.go), and writes are admitted only at
-// or above both marks.
+// It is a ReadFence: a second table, "<table>_read", keeps the read marks
+// (postgres_read.go), and writes are admitted only at or above them. A
+// write and the reads of one resource exclude each other for their
+// transactions by an advisory lock on the resource (exclusive for a write,
+// shared for reads), so reads of a resource run side by side, and a write
+// waits for the reads in flight and they for it.
 type Postgres struct {
 	db    *sql.DB
 	table string
 
-	upsert, read, lockRead, raiseRead, readShared string
+	upsert, read, lockWrite, lockRead, readMarks, raiseRead, readTable string
+	hasReads                                                           atomic.Bool // the read marks' table exists
 }
 
 var _ ReadFence = (*Postgres)(nil)
@@ -59,16 +64,22 @@ ON CONFLICT (resource) DO UPDATE SET highest = EXCLUDED.highest, holder = EXCLUD
 WHERE f.highest < EXCLUDED.highest OR (f.highest = EXCLUDED.highest AND f.holder = '')
 RETURNING highest`,
 		read: `SELECT highest, holder FROM ` + table + ` WHERE resource = $1`,
-		// The read mark's row, locked by a write until it ends (created
-		// if none, so that a read cannot slip past a write of a new
-		// resource), and raised by a read.
-		lockRead: `INSERT INTO ` + readTable(table) + ` AS r (resource, highest, holder) VALUES ($1, 0, '')
-ON CONFLICT (resource) DO UPDATE SET highest = r.highest
-RETURNING highest, holder`,
-		raiseRead: `INSERT INTO ` + readTable(table) + ` AS r (resource, highest, holder) VALUES ($1, $2, $3)
-ON CONFLICT (resource) DO UPDATE SET highest = EXCLUDED.highest, holder = EXCLUDED.holder
-WHERE r.highest < EXCLUDED.highest OR (r.highest = EXCLUDED.highest AND r.holder = '')`,
-		readShared: `SELECT highest, holder FROM ` + table + ` WHERE resource = $1 FOR SHARE`,
+		// The resource's advisory lock, in the two-key space (apart from
+		// the one-key locks an application may take), keyed by the table
+		// and the resource: exclusive for a write, shared for a read, until
+		// the transaction ends. Hash collisions only make some resources
+		// wait for each other.
+		lockWrite: `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`,
+		lockRead:  `SELECT pg_advisory_xact_lock_shared(hashtext($1), hashtext($2))`,
+		// The read marks a write must reach: those at or above its token.
+		// Those below are dropped, as the write mark now refuses them all.
+		readMarks: `WITH gone AS (DELETE FROM ` + readTable(table) + ` WHERE resource = $1 AND highest < $2)
+SELECT highest, holder FROM ` + readTable(table) + ` WHERE resource = $1 AND highest >= $2`,
+		// A reader's mark: one row per resource and holder, so that
+		// readers with other holders never wait for each other's rows.
+		raiseRead: `INSERT INTO ` + readTable(table) + ` AS r (resource, holder, highest) VALUES ($1, $3, $2)
+ON CONFLICT (resource, holder) DO UPDATE SET highest = GREATEST(r.highest, EXCLUDED.highest)`,
+		readTable: readTable(table),
 	}, nil
 }
 
@@ -88,9 +99,10 @@ func postgresDDL(table string) []string {
   highest  bigint NOT NULL CHECK (highest > 0),
   holder   text NOT NULL DEFAULT ''
 )`, `CREATE TABLE IF NOT EXISTS ` + readTable(table) + ` (
-  resource text PRIMARY KEY,
-  highest  bigint NOT NULL CHECK (highest >= 0),
-  holder   text NOT NULL DEFAULT ''
+  resource text NOT NULL,
+  holder   text NOT NULL DEFAULT '',
+  highest  bigint NOT NULL CHECK (highest > 0),
+  PRIMARY KEY (resource, holder)
 )`}
 }
 
@@ -154,13 +166,17 @@ func (p *Postgres) inTx(ctx context.Context, admit func(tx *sql.Tx) error, fn fu
 	return tx.Commit()
 }
 
-// AdmitTx admits the token inside the caller's transaction, and locks the
-// resource's row until it ends. On a stale or reused token the caller must
-// roll back: the transaction has written nothing of the fence's, but may
-// hold the caller's earlier writes.
+// AdmitTx admits the token inside the caller's transaction, and holds the
+// resource's write lock (its advisory lock, exclusive, and its row) until
+// it ends. On a stale or reused token the caller must roll back: the
+// transaction has written nothing of the fence's, but may hold the caller's
+// earlier writes.
 func (p *Postgres) AdmitTx(ctx context.Context, tx *sql.Tx, resource string, token uint64, holder string) error {
 	if err := validatePostgres(resource, token); err != nil {
 		return err
+	}
+	if _, err := tx.ExecContext(ctx, p.lockWrite, p.table, resource); err != nil {
+		return fmt.Errorf("fence: admit %q: %w", resource, err)
 	}
 	var raised int64
 	err := tx.QueryRowContext(ctx, p.upsert, resource, int64(token), holder).Scan(&raised)
@@ -177,14 +193,60 @@ func (p *Postgres) AdmitTx(ctx context.Context, tx *sql.Tx, resource string, tok
 		}
 		// The same token again, from its holder or an unknown one.
 	}
-	// Inserted or raised, or the same token again: the read mark decides
-	// too. Its row stays locked until tx ends, so that no read raises it
-	// and reads the data before this write commits.
-	var r pgMark
-	if err := tx.QueryRowContext(ctx, p.lockRead, resource).Scan(&r.highest, &r.holder); err != nil {
+	return p.checkReads(ctx, tx, resource, token, holder)
+}
+
+// checkReads refuses a write below a read mark of resource, or equal to
+// one from another holder (both known), and drops the marks below it.
+func (p *Postgres) checkReads(ctx context.Context, tx *sql.Tx, resource string, token uint64, holder string) error {
+	if ok, err := p.readsExist(ctx, tx); !ok {
+		return err // a table from before the read mark, not yet created: no read admitted
+	}
+	rows, err := tx.QueryContext(ctx, p.readMarks, resource, int64(token))
+	if err != nil {
 		return fmt.Errorf("fence: admit %q: %w", resource, err)
 	}
-	return r.check(resource, token, holder)
+	defer rows.Close()
+	var highest pgMark // the highest read mark, and whether another holder read at the token
+	reused := ""
+	for rows.Next() {
+		var r pgMark
+		if err := rows.Scan(&r.highest, &r.holder); err != nil {
+			return fmt.Errorf("fence: admit %q: %w", resource, err)
+		}
+		highest.highest = max(highest.highest, r.highest)
+		if r.highest == int64(token) && holder != "" && r.holder != "" && r.holder != holder {
+			reused = r.holder
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("fence: admit %q: %w", resource, err)
+	}
+	if highest.highest > int64(token) {
+		return &StaleTokenError{Resource: resource, Token: token, Highest: uint64(highest.highest)}
+	}
+	if reused != "" {
+		return &ReusedTokenError{Resource: resource, Token: token, Holder: holder, StoredHolder: reused}
+	}
+	return nil
+}
+
+// readsExist reports whether the read marks' table exists (cached once it
+// does): a deployment that put the schema before the read mark in its
+// migrations, and does not run CreateTable, has none until it migrates,
+// and then no read can have been admitted.
+func (p *Postgres) readsExist(ctx context.Context, tx *sql.Tx) (bool, error) {
+	if p.hasReads.Load() {
+		return true, nil
+	}
+	var ok bool
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, p.readTable).Scan(&ok); err != nil {
+		return false, fmt.Errorf("fence: read marks' table: %w", err)
+	}
+	if ok {
+		p.hasReads.Store(true)
+	}
+	return ok, nil
 }
 
 // pgMark is a mark as a row stores it.

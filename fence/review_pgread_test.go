@@ -19,7 +19,8 @@ import (
 // asks the pool for a second one for the read mark's raise. It waits for
 // that connection until ctx ends: with context.Background, for ever.
 //
-// BREAK (left failing): postgres_read.go DoRead calls BeginTx before
+// Found by review, fixed (the read marks are now raised in the reading
+// transaction, under an advisory lock): postgres_read.go DoRead calls BeginTx before
 // AdmitReadTx's p.db.ExecContext(raiseRead). N concurrent DoReads on a
 // pool of N connections deadlock the same way (each holds one connection
 // and waits for another).
@@ -80,7 +81,7 @@ func TestReviewPGReadPoolExhaustedByOpenReadTx(t *testing.T) {
 // transaction waits for itself, and PostgreSQL cannot see the cycle (the
 // waiting statement is not in the tx), so no deadlock error ever comes.
 //
-// BREAK (left failing, low): postgres_read.go AdmitReadTx raise on p.db.
+// Found by review, fixed: postgres_read.go AdmitReadTx raise on p.db.
 func TestReviewPGReadWriterReadsOwnDataInOneTx(t *testing.T) {
 	db := postgresDB(t)
 	f := newPostgres(t, db, "")
@@ -108,7 +109,8 @@ func TestReviewPGReadWriterReadsOwnDataInOneTx(t *testing.T) {
 // the cycle reader-tx -> writer-tx -> raise-conn -> (client) -> reader-tx
 // is invisible to the detector: both hang until their contexts end.
 //
-// BREAK (left failing): postgres_read.go AdmitReadTx raise on p.db.
+// Found by review, fixed (the read marks are now raised in the reading
+// transaction, under an advisory lock): postgres_read.go AdmitReadTx raise on p.db.
 func TestReviewPGReadCrossResourceDeadlockUndetected(t *testing.T) {
 	db := postgresDB(t)
 	f := newPostgres(t, db, "")
@@ -167,7 +169,8 @@ func TestReviewPGReadCrossResourceDeadlockUndetected(t *testing.T) {
 // reused. Memory (the reference) refuses the read without raising, and
 // admits the writer.
 //
-// BREAK (left failing): postgres_read.go AdmitReadTx raises before
+// Found by review, fixed (the read marks are now raised in the reading
+// transaction, under an advisory lock): postgres_read.go AdmitReadTx raises before
 // checking; postgres.go's comment ("a refused read's token is at most the
 // write mark ... it only refuses more") misses equality.
 func TestReviewPGReadRefusedReusedReadPoisonsWriter(t *testing.T) {
@@ -177,7 +180,7 @@ func TestReviewPGReadRefusedReusedReadPoisonsWriter(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		f    fence.ReadFence
-	}{{"memory", fence.NewMemory()}, {"postgres", pg}} {
+	}{{"memory", new(fence.Memory)}, {"postgres", pg}} {
 		if err := tc.f.Admit(ctx, "doc", 9, "w"); err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +200,8 @@ func TestReviewPGReadRefusedReusedReadPoisonsWriter(t *testing.T) {
 // transaction (Memory: the write waits for the read's op; Postgres on a
 // resource written before: the write waits for the share lock).
 //
-// BREAK (left failing): postgres_read.go AdmitReadTx returns nil on
+// Found by review, fixed (the read marks are now raised in the reading
+// transaction, under an advisory lock): postgres_read.go AdmitReadTx returns nil on
 // sql.ErrNoRows holding no lock a write must wait for.
 func TestReviewPGReadFirstWriteDoesNotWaitForRead(t *testing.T) {
 	db := postgresDB(t)
@@ -308,7 +312,7 @@ func TestReviewPGReadConcurrentNoDeadlock(t *testing.T) {
 // been admitted without that table, so its read mark is 0 for every
 // resource: refusing the writes is not needed for safety.
 //
-// BREAK (left failing, upgrade): postgres.go AdmitTx's lockRead on a
+// Found by review, fixed: postgres.go AdmitTx's lockRead on a
 // table that migrations never created; docs/operations.md says
 // "upgrading needs no other migration".
 func TestReviewPGReadUpgradeWithoutCreateTableKeepsWrites(t *testing.T) {
