@@ -27,8 +27,8 @@ import (
 // pause at once, so a waiter does not sleep out its retry delay while
 // what it waits for is free. A call that queues (w.leave not nil) is one
 // waiter in every key's queue, whose id try gets with how long it has
-// waited; it is woken by a promise too, gives its promises back after an
-// attempt that could not use them, and leaves the queues if it gives up.
+// waited; it is woken by a promise too (the nodes pass on a promise it
+// cannot use: lua/multi_wait.lua), and leaves the queues if it gives up.
 func (c *Client) retry(ctx context.Context, name string, w watch, try func(waiter string, waited time.Duration) error) (err error) {
 	if !c.rounds.IfOpen(func() { c.locks.Add(1) }) { // before Close can wait for the waiting calls
 		return ErrClosed
@@ -52,7 +52,6 @@ func (c *Client) retry(ctx context.Context, name string, w watch, try func(waite
 	var out outage
 	var prev *QuorumError
 	backoff := 1 // after a split vote: short random delays that double
-	promised := false
 	for attempts := 1; ; attempts++ {
 		if err := ctx.Err(); err != nil {
 			if prev != nil {
@@ -72,15 +71,6 @@ func (c *Client) retry(ctx context.Context, name string, w watch, try func(waite
 		}
 		prev = qe
 		c.warnRetrying(qe, attempts, started)
-		if promised {
-			// Promised some keys, it could not take them all: give them
-			// back, so that their other waiters need not wait for the
-			// promises to lapse.
-			for _, k := range w.keys {
-				c.queue.Yield(yieldKeys(k), w.id)
-			}
-			promised = false
-		}
 		delay, gaveUp := c.nextDelay(&out, qe, attemptStart)
 		if gaveUp {
 			return qe
@@ -96,14 +86,12 @@ func (c *Client) retry(ctx context.Context, name string, w watch, try func(waite
 			// attempt went unheard. Look again soon, at a random moment.
 			delay = min(delay, rand.N(max(c.cfg.nodeTimeout/10, time.Millisecond)))
 		}
-		reason, ok := c.pause(ctx, delay, w.wake)
-		if !ok {
+		if !c.pause(ctx, delay, w.wake) {
 			if ctx.Err() != nil {
 				return qe.ended(ctx)
 			}
 			return ErrClosed
 		}
-		promised = reason == fairqueue.WakePromised
 	}
 }
 
@@ -152,28 +140,27 @@ func (w *watch) stop(*Client) {
 }
 
 // pause waits d, or until a notification on wake (nil: none), and reports
-// false if ctx ended or the client began to close first, and the
-// notification that ended it (WakeListening after d). After a release, a
-// waiter that is one of many lets a random moment of handoffSpread pass,
+// false if ctx ended or the client began to close first. After a release,
+// a waiter that is one of many lets a random moment of handoffSpread pass,
 // so that woken waiters do not all land at once; after a promise, a tenth
 // of a node timeout at most, for the other nodes' promises to come.
-func (c *Client) pause(ctx context.Context, d time.Duration, wake <-chan fairqueue.WakeReason) (fairqueue.WakeReason, bool) {
+func (c *Client) pause(ctx context.Context, d time.Duration, wake <-chan fairqueue.WakeReason) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return 0, false
+		return false
 	case <-c.rounds.Closing():
-		return 0, false
+		return false
 	case <-t.C:
-		return fairqueue.WakeListening, true
+		return true
 	case reason := <-wake:
 		switch reason {
 		case fairqueue.WakeReleased:
-			return reason, sleepCtx(ctx, rand.N(handoffSpread))
+			return sleepCtx(ctx, rand.N(handoffSpread))
 		case fairqueue.WakePromised:
-			return reason, sleepCtx(ctx, min(c.cfg.nodeTimeout/10, 10*time.Millisecond))
+			return sleepCtx(ctx, min(c.cfg.nodeTimeout/10, 10*time.Millisecond))
 		}
-		return reason, true
+		return true
 	}
 }

@@ -65,9 +65,9 @@ func (m *multi) Acquire(l *Lease, waitedUs int64) *nodescript.Call {
 		return nodescript.NewCall(nodescript.MultiAcquire, m.try, m.value, l.term.Arg)
 	}
 	if l.e.Fencing {
-		return nodescript.NewCall(nodescript.FencedMultiAcquire, m.fenced, m.value, l.term.Arg, l.list.Roster, l.e.Args.StaleWaiter, waitedUs, l.waiter)
+		return nodescript.NewCall(nodescript.FencedMultiAcquire, m.fenced, m.value, l.term.Arg, l.list.Roster, l.e.Args.StaleWaiter, waitedUs, l.waiter, l.e.Args.PromiseFor)
 	}
-	return nodescript.NewCall(nodescript.MultiAcquire, m.acquire, m.value, l.term.Arg, "", l.e.Args.StaleWaiter, waitedUs, l.waiter)
+	return nodescript.NewCall(nodescript.MultiAcquire, m.acquire, m.value, l.term.Arg, "", l.e.Args.StaleWaiter, waitedUs, l.waiter, l.e.Args.PromiseFor)
 }
 
 func (m *multi) Commit(l *Lease, token int64) *nodescript.Call {

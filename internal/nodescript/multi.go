@@ -17,7 +17,8 @@ import (
 //	      NEXT, QUEUE, SEEN (FencedMultiAcquire: H before QUEUE)
 //	ARGV[1] value, ARGV[2] TTL in ms, ARGV[3] the roster ('' unfenced),
 //	ARGV[4] STALE in ms (a waiter's liveness, and a refused set's marks:
-//	lua/watch.lua), ARGV[5] WAITED in µs, ARGV[6] the waiter
+//	lua/watch.lua), ARGV[5] WAITED in µs, ARGV[6] the waiter, ARGV[7] how
+//	long a promise lasts, in ms (one it passes on: lua/multi_wait.lua)
 //
 // Without a waiter (TryLockMulti) each member passes only its first three
 // keys (fenced: four, to H) and ARGV[1..3]: it neither queues nor listens.

@@ -4,14 +4,45 @@
 -- a TryLockMulti passes none, nor the queues' keys), so that the members' releases promise them
 -- to it in its turn, as to a waiting Lock, and marks every member's queue
 -- (watch.lua), so that a release that promises a member to nobody wakes
--- it too. The script that includes it sets MEMBERS, STRIDE and QOFF, the
--- offset of a member's QUEUE among its keys (its SEEN follows), and WAITER.
+-- it too. A member promised to it here that it cannot use now (another
+-- member is held) it passes on at once to the member's next live waiter,
+-- as a release would (release.lua), so that the member's other waiters do
+-- not wait for the promise to lapse, nor lose their turn to whoever
+-- comes. The script that includes it sets MEMBERS, STRIDE and QOFF, the
+-- offset of a member's QUEUE among its keys (its SEEN follows), and
+-- WAITER; ARGV[7] is how long a promise lasts at least, in ms.
+local function passOn(key, next, queue, seen)
+  -- The rest of the promise goes with it, a promise period at least.
+  local life = math.max(redis.call('PTTL', next), tonumber(ARGV[7]))
+  redis.call('DEL', next)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  for _, m in ipairs(redis.call('ZRANGE', queue, 0, 15)) do
+    local live = tonumber(redis.call('ZSCORE', seen, m) or '0')
+    if m ~= WAITER and now <= live then
+      redis.call('SET', next, m, 'PX', life)
+      local promised = now + life
+      if live > promised then redis.call('ZADD', seen, promised, m) end
+      local client = string.match(m, '^(.*)/')
+      if client then
+        redis.pcall('PUBLISH', key .. ':promised:' .. client, m)
+      else
+        redis.pcall('PUBLISH', key .. ':released', m)
+      end
+      return
+    end
+  end
+  redis.pcall('PUBLISH', key .. ':released', '')
+end
 local function takeSet()
   local ok = takeAll(MEMBERS, STRIDE)
   if (ok == 0 or ok == 2) and WAITER ~= '' then
     for k = MEMBERS, #KEYS, STRIDE do
       watch(KEYS[k + QOFF], ARGV[4])
       enqueueOn(KEYS[k + QOFF], KEYS[k + QOFF + 1])
+      if redis.call('GET', KEYS[k + 2]) == WAITER then
+        passOn(KEYS[k], KEYS[k + 2], KEYS[k + QOFF], KEYS[k + QOFF + 1])
+      end
     end
   end
   return ok
