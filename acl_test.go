@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -122,4 +123,101 @@ func aclNodes(t *testing.T, channels ...string) []redis.UniversalClient {
 	}
 	t.Cleanup(func() { node.CloseClients(nodes) })
 	return nodes
+}
+
+// familyACL is the least privilege of a client that uses the lock family
+// too, as docs/operations.md gives it: the mutex's, and the commands the
+// family's scripts call besides (readers' sets, the semaphore's size and
+// line, the marks of waiting readers and multi-locks).
+var familyACL = []any{"+pttl", "+zrangebyscore", "+zremrangebyscore", "+zcard"}
+
+// The lock family as that user: a reader waiting behind a writer, a
+// downgrade, a semaphore's line and a permit of two slots, a multi-lock
+// waiting for a member, each released.
+func TestLeastPrivilegeACLUserFamily(t *testing.T) {
+	nodes := aclNodesWith(t, familyACL, "&redlock:*")
+	ctx := context.Background()
+	newClient := func() *redlock.Client {
+		c, err := redlock.New(nodes, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, b := newClient(), newClient()
+	if err := a.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(what string, f func(ctx context.Context) error) chan error {
+		got := make(chan error, 1)
+		go func() {
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if err := f(wctx); err != nil {
+				got <- fmt.Errorf("%s: %w", what, err)
+				return
+			}
+			got <- nil
+		}()
+		time.Sleep(100 * time.Millisecond)
+		return got
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	rw := rwMutex(t, a, "acl-rw")
+	w, err := rw.TryLock(ctx)
+	must(err)
+	got := wait("a reader behind the writer", func(ctx context.Context) error {
+		r, err := rwMutex(t, b, "acl-rw").RLock(ctx)
+		if err != nil {
+			return err
+		}
+		return r.Unlock(ctx)
+	})
+	must(w.Downgrade(ctx))
+	must(w.Extend(ctx))
+	must(<-got)
+	must(w.Unlock(ctx))
+
+	sem := semaphore(t, a, "acl-sem", 2)
+	p, err := sem.TryAcquireN(ctx, 2)
+	must(err)
+	must(p.Extend(ctx))
+	got = wait("a permit in the line", func(ctx context.Context) error {
+		q, err := semaphore(t, b, "acl-sem", 2).Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		return q.Release(ctx)
+	})
+	must(p.Release(ctx))
+	must(<-got)
+	must(sem.SetPermits(ctx, 3))
+
+	m, err := a.TryLock(ctx, "acl-b")
+	must(err)
+	got = wait("a multi-lock behind a member", func(ctx context.Context) error {
+		ml, err := b.LockMulti(ctx, []string{"acl-a", "acl-b"})
+		if err != nil {
+			return err
+		}
+		return ml.Unlock(ctx)
+	})
+	must(m.Unlock(ctx))
+	must(<-got)
+}
+
+// aclNodesWith is aclNodes with extra commands for the user.
+func aclNodesWith(t *testing.T, extra []any, channels ...string) []redis.UniversalClient {
+	t.Helper()
+	saved := lockerACL
+	lockerACL = append(append([]any{}, lockerACL...), extra...)
+	defer func() { lockerACL = saved }()
+	return aclNodes(t, channels...)
 }

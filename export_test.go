@@ -64,7 +64,7 @@ func ScriptName(args []any) string {
 		{"rw-write", nodescript.FencedRWWrite}, {"rw-write", nodescript.RWWrite},
 		{"rw-extend", nodescript.RWExtend}, {"rw-release", nodescript.RWRelease},
 		{"rw-read-commit", nodescript.RWReadCommit}, {"rw-write-commit", nodescript.RWWriteCommit},
-		{"rw-downgrade", nodescript.RWDowngrade}, {"rw-read-leave", nodescript.RWReadLeave},
+		{"rw-downgrade", nodescript.RWDowngrade},
 		{"census", nodescript.Census}, {"sem-acquire", nodescript.FencedSemAcquire}, {"sem-acquire", nodescript.SemAcquire}, {"sem-release", nodescript.SemRelease},
 		{"sem-extend", nodescript.SemExtend}, {"set-permits", nodescript.SetPermits},
 	} {

@@ -208,10 +208,10 @@ func TestReviewWaitMultiGiveBackLetsANewcomerBarge(t *testing.T) {
 // holder's release finds no queue and publishes nothing: the reader is
 // not woken.
 //
-// Fails on the committed a1e24cc (reader not woken: release.lua returns
-// before publishing when EXISTS QUEUE, NEXT is 0; the mark went with the
-// queue key). Passes on the working tree as reviewed, whose uncommitted
-// readers' line makes rw_release.lua publish while RQ exists.
+// Found by review, fixed: the mark's lifetime is kept in SEEN as '~life'
+// (watch.lua), so a joiner's lifetime for the queue key is at least the
+// mark's. It failed on a1e24cc: the reader was not woken, release.lua
+// returning before it publishes when neither QUEUE nor NEXT exists.
 func TestReviewWaitReaderMarkCutShortByAWritersJoin(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/lease"
-	"github.com/quorumlock/redlock/internal/nodescript"
 )
 
 // The read-write lock: many readers or one writer (docs/rwlock.md). Each
@@ -69,15 +68,13 @@ func (m *RWMutex) try(ctx context.Context, reader bool, opts []LockOption) (*RWL
 }
 
 // RLock takes a read hold, retrying until it gets one, ctx ends, or an
-// outage outlasts the client's bound, as LockMulti does. Readers and
-// writers are served in arrival order: a refused reader joins the
-// readers' line on the nodes, where it holds back the writers that came
-// after it (and waits for those that came before), so that neither side
-// starves the other. Readers are never promised the lock: a writer's
-// Unlock wakes every waiting reader (Redis pub/sub), and a refused reader
-// otherwise retries after the client's retry delay (a queued writer that
-// gives up without being promised the lock, or whose liveness lapses,
-// tells nobody). A reader that gives up leaves the line.
+// outage outlasts the client's bound, as LockMulti does: readers do not
+// wait in the queue (only writers do). A refused reader hears the
+// writer's releases: when the last writer ahead of it unlocks with no
+// other writer queued, every waiting reader is woken at once; otherwise
+// it retries after the client's retry delay (a queued writer that gives up
+// without being promised the lock, or whose liveness lapses, tells
+// nobody).
 func (m *RWMutex) RLock(ctx context.Context, opts ...LockOption) (*RWLock, error) {
 	ls, err := m.c.leaseOf(m.c.defaultLease(), opts)
 	if err != nil {
@@ -87,22 +84,11 @@ func (m *RWMutex) RLock(ctx context.Context, opts ...LockOption) (*RWLock, error
 		return l, err
 	}
 	var l *RWLock
-	err = m.c.retry(ctx, m.name, m.readLine(), func(waiter string, waited time.Duration) (err error) {
-		l, err = m.attempt(ctx, true, waiter, waited, ls)
+	err = m.c.retry(ctx, m.name, watch{keys: []string{lease.RWKey(m.c.cfg.keyPrefix, m.name)}}, func(string, time.Duration) (err error) {
+		l, err = m.attempt(ctx, true, "", 0, ls)
 		return err
 	})
 	return l, err
-}
-
-// readLine is how a waiting reader waits: woken by the writer's key, in
-// the readers' line, which it leaves if it gives up.
-func (m *RWMutex) readLine() watch {
-	key := lease.RWKey(m.c.cfg.keyPrefix, m.name)
-	rq, rs := lease.ReadLineKeys(key)
-	keys := nodescript.BoxKeys(key, rq, rs)
-	return watch{keys: []string{key}, leave: func(waiter string) *nodescript.Call {
-		return nodescript.NewCall(nodescript.RWReadLeave, keys, waiter)
-	}}
 }
 
 // Lock takes the write hold, waiting in the lock's queue as Client.Lock

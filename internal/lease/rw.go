@@ -14,7 +14,6 @@ type rw struct {
 	mutex        // the writer's key, the marker of this value, the queue
 	reader  bool // a read lease
 	readers any  // the readers' sorted set
-	rq, rs  any  // the readers' line: places, liveness
 	hr      any  // HR
 }
 
@@ -24,10 +23,6 @@ func RWKey(prefix, name string) string {
 	key, _, _ := LockKeys(prefix, name)
 	return key + ":rw"
 }
-
-// ReadLineKeys are the readers' line of the read-write lock whose writer's
-// key is key: waiting readers' places, and their liveness.
-func ReadLineKeys(key string) (places, seen string) { return key + ":readq", key + ":readq:seen" }
 
 // ReadersKey is the readers' sorted set of the read-write lock whose
 // writer's key is key.
@@ -39,7 +34,6 @@ func RW(reader bool) func(l *Lease, prefix, name, value string) Shape {
 	return func(l *Lease, prefix, name, value string) Shape {
 		key := RWKey(prefix, name)
 		s := &rw{reader: reader, readers: ReadersKey(key), hr: key + ":fence:read"}
-		s.rq, s.rs = ReadLineKeys(key)
 		s.initKey(key, value)
 		return s
 	}
@@ -57,15 +51,14 @@ func (s *rw) Acquire(l *Lease, waitedUs int64) *nodescript.Call {
 	switch {
 	case s.reader && e.Fencing:
 		return nodescript.NewCall(nodescript.FencedRWRead, []any{k[0], k[1], k[2], k[3], k[4], s.readers, HighKey(s.key),
-			nk.Counter, nk.ID, nk.Replid, nk.Lost, nk.Roster, nk.MaxTTL, s.rq, s.rs}, s.value, l.term.Arg, l.list.Roster, e.Args.StaleWaiter, waitedUs, l.waiter)
+			nk.Counter, nk.ID, nk.Replid, nk.Lost, nk.Roster, nk.MaxTTL}, s.value, l.term.Arg, l.list.Roster, e.Args.StaleWaiter)
 	case s.reader:
-		return nodescript.NewCall(nodescript.RWRead, []any{k[0], k[1], k[2], k[3], k[4], s.readers, HighKey(s.key), s.rq, s.rs},
-			s.value, l.term.Arg, "", e.Args.StaleWaiter, waitedUs, l.waiter)
+		return nodescript.NewCall(nodescript.RWRead, []any{k[0], k[1], k[2], k[3], k[4], s.readers, HighKey(s.key)}, s.value, l.term.Arg, "", e.Args.StaleWaiter)
 	case e.Fencing:
 		return nodescript.NewCall(nodescript.FencedRWWrite, []any{k[0], k[1], HighKey(s.key), nk.Counter, nk.ID, nk.Replid, nk.Lost,
-			nk.Roster, nk.MaxTTL, k[2], k[3], k[4], s.readers, s.rq, s.rs}, s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs, l.list.Roster)
+			nk.Roster, nk.MaxTTL, k[2], k[3], k[4], s.readers}, s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs, l.list.Roster)
 	}
-	return nodescript.NewCall(nodescript.RWWrite, append(k[:5:5], s.readers, s.rq, s.rs), s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs)
+	return nodescript.NewCall(nodescript.RWWrite, append(k[:5:5], s.readers), s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs)
 }
 
 func (s *rw) Commit(l *Lease, token int64) *nodescript.Call {
@@ -79,7 +72,7 @@ func (s *rw) Commit(l *Lease, token int64) *nodescript.Call {
 }
 
 func (s *rw) Release(l *Lease, markerTTL any, announce bool) *nodescript.Call {
-	return nodescript.NewCall(nodescript.RWRelease, append(s.keyArgs[:5:5], s.readers, s.rq, s.rs), s.value, markerTTL, announceArg(announce), l.waiter, l.e.Args.PromiseFor)
+	return nodescript.NewCall(nodescript.RWRelease, append(s.keyArgs[:5:5], s.readers), s.value, markerTTL, announceArg(announce), l.waiter, l.e.Args.PromiseFor)
 }
 
 func (s *rw) Extend(l *Lease, ttlArg any) *nodescript.Call {

@@ -30,18 +30,15 @@ var (
 	rwExtendSource string
 	//go:embed lua/rw_downgrade.lua
 	rwDowngradeSource string
-	//go:embed lua/rw_read_leave.lua
-	rwReadLeaveSource string
 
 	// RWWrite and FencedRWWrite take the keys and arguments of Acquire and
-	// FencedAcquire (always with the queue's), and READERS and the
-	// readers' line (RQ, RS) after them.
-	RWWrite = luascript.New(`local NEXT, QUEUE, SEEN, READERS, RQ, RS = KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+	// FencedAcquire (always with the queue's), and READERS after them.
+	RWWrite = luascript.New(`local NEXT, QUEUE, SEEN, READERS = KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local WAITER, FENCED = ARGV[3], false
 ` + wrongTypePrelude + QueuePrelude + rwWriteBlock + acquireBody)
 	FencedRWWrite = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local NONCE, ROSTER = ARGV[1], ARGV[6]
-local NEXT, QUEUE, SEEN, READERS, RQ, RS = KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+local NEXT, QUEUE, SEEN, READERS = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
 local WAITER, FENCED = ARGV[3], true
 ` + IdentityPrelude + wrongTypePrelude + QueuePrelude + rwWriteBlock + fencedAcquireBody)
 	// RWWriteCommit is Commit with HR as KEYS[8].
@@ -53,15 +50,11 @@ if not ID then return {-1, 0} end
 
 	// RWRead and FencedRWRead are a reader's acquisition (lua/rw_read.lua).
 	RWRead = luascript.New(`local FENCED = false
-local NEXT, QUEUE, SEEN, RQ, RS = KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[9]
-local WAITER = ARGV[6] or ''
-` + wrongTypePrelude + watchPrelude + QueuePrelude + rwReadBody)
+` + wrongTypePrelude + watchPrelude + rwReadBody)
 	FencedRWRead = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local NONCE, ROSTER = ARGV[1], ARGV[3]
 local FENCED = true
-local NEXT, QUEUE, SEEN, RQ, RS = KEYS[3], KEYS[4], KEYS[5], KEYS[14], KEYS[15]
-local WAITER = ARGV[6] or ''
-` + IdentityPrelude + wrongTypePrelude + watchPrelude + QueuePrelude + rwReadBody)
+` + IdentityPrelude + wrongTypePrelude + watchPrelude + rwReadBody)
 	// RWReadCommit is a reader's commit (lua/rw_read_commit.lua).
 	RWReadCommit = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY = KEYS[5], KEYS[6], KEYS[7]
 local NONCE = ARGV[3]
@@ -75,9 +68,6 @@ if not ID then return {-1, 0} end
 ` + rwReleaseBody)
 	// RWExtend extends either side (lua/rw_extend.lua).
 	RWExtend = luascript.New(rwExtendSource)
-	// RWReadLeave takes a waiting reader that gave up out of the readers'
-	// line (lua/rw_read_leave.lua).
-	RWReadLeave = luascript.New(rwReadLeaveSource)
 	// RWDowngrade turns the writer into a reader (lua/rw_downgrade.lua).
 	RWDowngrade = luascript.New(wrongTypePrelude + rwDowngradeSource)
 )

@@ -38,7 +38,7 @@ local function takeSet()
   local ok = takeAll(MEMBERS, STRIDE)
   if (ok == 0 or ok == 2) and WAITER ~= '' then
     for k = MEMBERS, #KEYS, STRIDE do
-      watch(KEYS[k + QOFF], ARGV[4])
+      watch(KEYS[k + QOFF], KEYS[k + QOFF + 1], ARGV[4])
       enqueueOn(KEYS[k + QOFF], KEYS[k + QOFF + 1])
       if redis.call('GET', KEYS[k + 2]) == WAITER then
         passOn(KEYS[k], KEYS[k + 2], KEYS[k + QOFF], KEYS[k + QOFF + 1])

@@ -5,13 +5,8 @@
 -- entry of this value, are release.lua's, release marker included.
 --
 --   KEYS[1..5] the writer's key, release marker, NEXT, QUEUE, SEEN
---   KEYS[6] READERS   KEYS[7..8] the readers' line, RQ and RS
---   ARGV: release.lua's (ARGV[4]: the holder's waiter id, reader or writer)
---
--- An Unlock takes the holder out of the readers' line too (a reader
--- joins it on the nodes that refused it), and a writer's Unlock tells the
--- waiting readers (a writer promised the lock meanwhile may have come
--- after them: rw_read.lua lets them in before it).
+--   KEYS[6] READERS
+--   ARGV: release.lua's
 local was = redis.pcall('ZREM', KEYS[6], ARGV[1])
 if was == 1 then
   -- A reader that waited as a writer (then downgraded) leaves the queue
@@ -19,8 +14,6 @@ if was == 1 then
   if ARGV[3] == '1' and ARGV[4] ~= '' then
     redis.call('ZREM', KEYS[4], ARGV[4])
     redis.call('ZREM', KEYS[5], ARGV[4])
-    redis.call('ZREM', KEYS[7], ARGV[4])
-    redis.call('ZREM', KEYS[8], ARGV[4])
   end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -30,8 +23,4 @@ if was == 1 then
   end
   return 1
 end
-local released = releaseOne({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}, ARGV)
-if ARGV[3] == '1' and redis.call('EXISTS', KEYS[7]) == 1 then
-  redis.pcall('PUBLISH', KEYS[1] .. ':released', '')
-end
-return released
+return releaseOne({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}, ARGV)

@@ -5,36 +5,15 @@
 -- refused and joins the queue, where it blocks new readers (rw_read.lua), so
 -- that readers who keep overlapping cannot starve it.
 --
--- It is refused too while a live reader that came before it waits in the
--- readers' line (RQ, RS), so that readers are not starved by writers.
---
 -- The script including it sets READERS (the readers' sorted set: reader
--- value -> expiry in ms on this node's clock), RQ and RS, and FENCED first;
--- fenced, the identity checks run before the refusal, as the body's own
--- would.
+-- value -> expiry in ms on this node's clock) and FENCED first; fenced, the
+-- identity checks run before the refusal, as the body's own would.
 do
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local purged = redis.pcall('ZREMRANGEBYSCORE', READERS, '-inf', now)
   if type(purged) == 'table' and purged.err then return wrongType(READERS) end
-  local blocked = redis.call('ZCARD', READERS) > 0
-  if not blocked and redis.call('EXISTS', RQ) == 1 then
-    -- A live reader that came before the writer waits (rw_read.lua): the
-    -- writer waits behind it, so that a stream of writers does not starve
-    -- readers. A TryLock counts every waiting reader as before it.
-    local mine = math.huge
-    if WAITER ~= '' then
-      mine = tonumber(redis.call('ZSCORE', QUEUE, WAITER) or
-        (tonumber(t[1]) * 1000000 + tonumber(t[2]) - math.max(0, tonumber(ARGV[5]) or 0)))
-    end
-    for _, r in ipairs(redis.call('ZRANGEBYSCORE', RQ, '-inf', '(' .. string.format('%.17g', mine), 'LIMIT', 0, 64)) do
-      if tonumber(redis.call('ZSCORE', RS, r) or '0') >= now then
-        blocked = true
-        break
-      end
-    end
-  end
-  if blocked then
+  if redis.call('ZCARD', READERS) > 0 then
     local refused = 0
     if FENCED then
       local id = nodeID()
