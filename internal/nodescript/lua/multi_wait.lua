@@ -5,7 +5,8 @@
 -- to it in its turn, as to a waiting Lock, and marks every member's queue
 -- (watch.lua), so that a release that promises a member to nobody wakes
 -- it too. A member promised to it here that it cannot use now (another
--- member is held) it passes on at once to the member's next live waiter,
+-- member is held) it passes on at once to the member's next live waiter
+-- after it,
 -- as a release would (release.lua), so that the member's other waiters do
 -- not wait for the promise to lapse, nor lose their turn to whoever
 -- comes. The script that includes it sets MEMBERS, STRIDE and QOFF, the
@@ -17,9 +18,15 @@ local function passOn(key, next, queue, seen)
   redis.call('DEL', next)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  for _, m in ipairs(redis.call('ZRANGE', queue, 0, 15)) do
+  -- Only to a waiter after this one: a waiter ahead of it has had its turn
+  -- (or passed it on too), and two waiting multi-locks would otherwise pass
+  -- a member back and forth for as long as their other members are held.
+  local mine = redis.call('ZSCORE', queue, WAITER)
+  local after = {}
+  if mine then after = redis.call('ZRANGEBYSCORE', queue, '(' .. mine, '+inf', 'LIMIT', 0, 16) end
+  for _, m in ipairs(after) do
     local live = tonumber(redis.call('ZSCORE', seen, m) or '0')
-    if m ~= WAITER and now <= live then
+    if now <= live then
       redis.call('SET', next, m, 'PX', life)
       local promised = now + life
       if live > promised then redis.call('ZADD', seen, promised, m) end
