@@ -112,7 +112,12 @@ func (h multiAcquireHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook 
 			cmd.(*redis.Cmd).SetVal(one.Val())
 			cmd.SetErr(one.Err())
 		}
-		h.after()
+		// Not after a NOSCRIPT reply (the node has not seen the script yet,
+		// an earlier test having taught the client its digest): the call
+		// goes again, as EVAL, and the node acquires then.
+		if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			h.after()
+		}
 		return err
 	}
 }
