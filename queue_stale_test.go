@@ -34,7 +34,7 @@ func TestWaitersKeepTheirPlaceWhateverTheReleasersRetryDelay(t *testing.T) {
 	for i := range waiters {
 		waiters[i] = cl.newClient(t, append(opts, redlock.WithRetryDelay(2*time.Second, 3*time.Second))...)
 	}
-	order := queueUp(t, waiters, "paces", 20*time.Millisecond)
+	order := queueUp(t, cl, waiters, "paces", 20*time.Millisecond)
 	// Waiter 0's last attempt is now over 301 ms old.
 	time.Sleep(300 * time.Millisecond)
 	if err := h.Unlock(ctx); err != nil {
