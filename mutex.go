@@ -152,7 +152,13 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 // An Extend that shortens the TTL and fails may still have shortened it
 // on some nodes (those it reached, or that ran it after it gave up on
 // them): Until then moves back to where a success would have put it, if
-// that is earlier, and Done closes by it.
+// that is earlier, and Done closes by it. Such a call can also land after
+// a later Extend succeeded, and cut that one short on its node: so an
+// Extend counts each node that granted it for no longer than the shortest
+// TTL of this lease's extension calls to that node whose reply never came,
+// and Until is what a majority of them keep. Until may then be nearer than
+// the TTL asked for (never later than the nodes hold the lock); Extends
+// that repeat one TTL, as Do's keep-alive does, are never cut.
 //
 // Once Unlock has begun on this Lock, Extend fails with ErrReleased, also
 // when the Unlock began while the extension was in flight and took the

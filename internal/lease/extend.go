@@ -61,7 +61,9 @@ func (l *Lease) extend(ctx context.Context, start time.Time, ls Term) (until tim
 		return time.Time{}, nil, err
 	}
 	if qe.Cause = err; qe.Cause == nil && t.Won() {
-		until = start.Add(e.Validity(ls.TTL)) // as in Grant
+		// As in Grant, for the TTL a majority keeps whatever late calls
+		// still land (unheard.go).
+		until = start.Add(e.Validity(l.unheard.effectiveTTL(t, ls.TTL)))
 		if until.After(e.Clock.Now()) && l.moveDeadline(until, ls.TTL) {
 			if e.Observed {
 				nodes = t.Snapshot()
@@ -128,10 +130,25 @@ func (l *Lease) pullDeadline(until time.Time, ttl time.Duration) {
 	l.timer = l.e.Clock.AfterFunc(l.doneIn(until, ttl), l.closeDone)
 }
 
-// extendOp is Extend's call on one node, applying ls's TTL. A fenced lease
-// counts each member once, by the id the node answers with (View): an
-// address swapped while the lease is held must not count one server twice.
+// extendOp is Extend's call on one node, applying ls's TTL, recorded as
+// unheard until its reply comes (unheard.go).
 func (l *Lease) extendOp(ls Term) round.NodeOp {
+	op := l.extendCall(ls)
+	n := len(l.e.Nodes)
+	return func(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
+		l.unheard.sent(n, i, ls.TTL)
+		o, v, err := op(ctx, i, node)
+		if o == round.NodeGranted || o == round.NodeRefused || err == errNotChecked {
+			l.unheard.heard(i, ls.TTL) // it ran: whatever it did is done
+		}
+		return o, v, err
+	}
+}
+
+// extendCall is extendOp's call. A fenced lease counts each member once,
+// by the id the node answers with (View): an address swapped while the
+// lease is held must not count one server twice.
+func (l *Lease) extendCall(ls Term) round.NodeOp {
 	e := l.e
 	call := l.shape.Extend(l, ls.Arg)
 	if !e.Fencing {

@@ -62,6 +62,7 @@ type Lease struct {
 
 	// one Extend at a time (see Extend): holds a token while one runs
 	extending chan struct{}
+	unheard   unheardCalls // the extension calls that may still land (unheard.go)
 	// signalled when an Extend changed the TTL: Do's keep-alive re-arms
 	ttlMoved chan struct{}
 
