@@ -67,7 +67,9 @@ type lateShorteningCase struct {
 
 var lateShorteningCases = map[string]lateShorteningCase{
 	"mutex": {"extend",
-		func(t *testing.T, c *redlock.Client, name string) holder { return must(c.TryLock(context.Background(), name))(t) },
+		func(t *testing.T, c *redlock.Client, name string) holder {
+			return must(c.TryLock(context.Background(), name))(t)
+		},
 		func(ctx context.Context, c *redlock.Client, name string) (time.Time, error) {
 			l, err := c.TryLock(ctx, name)
 			if err != nil {
