@@ -56,7 +56,7 @@ func ScriptName(args []any) string {
 		{"state", nodescript.NodeState}, {"claim", nodescript.Claim},
 		{"roster", nodescript.Roster}, {"assign", nodescript.Assign},
 		{"swap-uuid", nodescript.SwapUUID}, {"repair", nodescript.Repair},
-		{"inspect", nodescript.Inspect},
+		{"inspect", nodescript.Inspect}, {"reset", nodescript.Reset},
 		{"multi-acquire", nodescript.FencedMultiAcquire}, {"multi-acquire", nodescript.MultiAcquire},
 		{"multi-commit", nodescript.MultiCommit}, {"multi-release", nodescript.MultiRelease},
 		{"multi-extend", nodescript.MultiExtend},

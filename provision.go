@@ -70,16 +70,40 @@ func (c *Client) ProvisionWithReport(ctx context.Context) (*ProvisionReport, err
 }
 
 // Reprovision recovers a deployment in which a majority of the nodes lost
-// their fencing state, an outage no repair can end: it forgets every node's
-// identity, raises every node's counter so that all later tokens exceed
-// above, and provisions the deployment afresh. Every node must answer.
+// their fencing state, an outage no repair can end: it raises every node's
+// counter so that all later tokens exceed above, and gives the deployment
+// a new roster and new ids. Every node must answer.
+//
+// A node that lost its data lost the lock keys it held, and a lock held on
+// it may still be valid on its holder. So Reprovision first waits, as
+// Repair does, until every node that is not intact has been out for the
+// longest TTL in use, by the node's clock and by this client's own (the
+// delayed restart; nothing skips it): the longest TTL the nodes that
+// answer recorded, or this client's WithTTL if that is longer. Where the
+// nodes that recorded a longer TTL lost that record with their data, only
+// this client's TTL tells it: build the reprovisioning client with the
+// longest TTL any client uses, For included. The wait ends at ctx: if ctx
+// ends first, or its deadline comes before the wait would end, nothing is
+// written and the error is a *RepairTooSoonError (ErrRepairTooSoon) saying
+// how long is left. Each node's reset is then one script, conditional on
+// what the read after the wait found there: a node that lost its data
+// again since, or was repaired since, is left as it is, and Reprovision
+// fails with ErrAmnesia naming it (the other nodes hold the new roster;
+// repair or reprovision again).
 //
 // above must be below 2^52 (ErrTokenRange otherwise), so that the tokens
-// after it have room below 2^53, and at least the highest token any protected store accepted
-// (each fence keeps its highest: fence.Redis's mark, the PostgreSQL fence's
-// table); tokens from before the loss that were never seen by a store give
-// no guarantee. Locks held across a Reprovision are not affected, but stop
-// clients first where the stores cannot be read.
+// after it have room below 2^53, and at least the highest token any
+// protected store accepted (each fence keeps its highest: fence.Redis's
+// mark, the PostgreSQL fence's table); tokens from before the loss that
+// were never seen by a store give no guarantee.
+//
+// What a lock held across a Reprovision keeps: its keys on the nodes that
+// did not lose them (Reprovision touches no lock key), so no other client
+// is granted it within its validity, whether its majority lost its data
+// or not (the delay outlasts every lock the lost keys belonged to). Its
+// holder's Extend and Unlock may fail until its client has re-checked the
+// node list against the new roster: the lock then runs out at its
+// validity. Its token stays below every token granted after.
 func (c *Client) Reprovision(ctx context.Context, above uint64) error {
 	return c.ident.Reprovision(ctx, above)
 }

@@ -29,14 +29,17 @@ of two deployments (it says which nodes belong to which), one server listed twic
 no repair or reprovision fixes one.
 
 --reprovision-above T recovers a deployment in which a majority of the nodes lost their fencing
-state (docs/operations.md, "A majority lost"): every node forgets its identity, every counter is
-raised so that all later tokens exceed T, and the deployment is provisioned afresh. T must be at least
+state (docs/operations.md, "A majority lost"): it first waits until every node that lost its data
+has been out for the longest TTL in use (--longest-ttl, or longer if the nodes recorded longer), so
+that no lock those nodes held can be taken again within its validity; then every counter is raised
+so that all later tokens exceed T, and the deployment gets a new roster. T must be at least
 the highest token any protected store accepted (the fences' marks); it is never guessed. On a
 deployment whose majority is intact, or over a list that is not one deployment's, it refuses unless
 --force is given: a repair brings back a minority (redlock repair), and a wrong list is fixed, not
 reprovisioned.
 
 Exit codes: 0 provisioned (or checked); 2 bad flags, or --reprovision-above refused without --force;
+75 --reprovision-above could not wait out the delayed restart within --max-wait (nothing written);
 1 anything else.
 
 Flags:
@@ -55,6 +58,10 @@ func runProvision(ctx context.Context, args []string, out io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the node ids as JSON")
 	force := fs.Bool("force", false, "with --reprovision-above: reprovision although a majority of the nodes is intact "+
 		"or the list is not one deployment's")
+	longest := fs.Duration("longest-ttl", redlock.DefaultTTL, "with --reprovision-above: the longest TTL any client "+
+		"uses (For included); the nodes that lost their data are kept out that long first")
+	maxWait := fs.Duration("max-wait", 5*time.Minute, "with --reprovision-above: how long to wait at most for "+
+		"that delay (it starts when a node is first found without its data)")
 	var above *uint64
 	fs.Func("reprovision-above", "after a majority lost its data, reprovision so that every later token exceeds `T`: "+
 		"at least the highest token any store accepted (no default)", func(s string) error {
@@ -71,13 +78,19 @@ func runProvision(ctx context.Context, args []string, out io.Writer) error {
 	if *force && above == nil {
 		return &exitError{2, errors.New("--force goes with --reprovision-above")}
 	}
-	c, closeNodes, err := adminClient(*nodesFlag, *prefix, *timeout)
+	ttl, wait := 3**timeout, time.Duration(0)
+	if above != nil {
+		// Reprovision waits out the delayed restart, of the longest TTL
+		// the nodes recorded or this client's, whichever is longer.
+		ttl, wait = max(ttl, *longest), *maxWait
+	}
+	c, closeNodes, err := adminClient(*nodesFlag, *prefix, *timeout, ttl)
 	if err != nil {
 		return err
 	}
 	defer closeNodes()
 	// A node that does not answer costs the node timeout at each step.
-	ctx, cancel := context.WithTimeout(ctx, provisionSteps**timeout)
+	ctx, cancel := context.WithTimeout(ctx, provisionSteps**timeout+wait)
 	defer cancel()
 	var rep *redlock.ProvisionReport
 	if above != nil {
@@ -92,6 +105,10 @@ func runProvision(ctx context.Context, args []string, out io.Writer) error {
 		}
 	} else {
 		rep, err = c.ProvisionWithReport(ctx)
+	}
+	if errors.Is(err, redlock.ErrRepairTooSoon) {
+		return &exitError{75, fmt.Errorf("%w\n(the nodes that lost their data must stay out for the longest TTL in use "+
+			"before the deployment is reprovisioned; raise --max-wait, or run again: nothing was written)", err)}
 	}
 	if errors.Is(err, redlock.ErrAmnesia) {
 		return fmt.Errorf("%w\n(a minority not intact: `redlock repair --node I`, or wait for the clients' online repair; "+
@@ -218,7 +235,7 @@ func runRepair(ctx context.Context, args []string, out io.Writer) error {
 	if *now && *wait {
 		return &exitError{2, errors.New("--now and --wait exclude each other")}
 	}
-	c, closeNodes, err := adminClient(*nodesFlag, *prefix, 5*time.Second)
+	c, closeNodes, err := adminClient(*nodesFlag, *prefix, 5*time.Second, 15*time.Second)
 	if err != nil {
 		return err
 	}
@@ -298,13 +315,13 @@ func roundWait(d time.Duration) time.Duration {
 
 // adminClient is a lock client for administration: generous timeouts, no
 // locks taken.
-func adminClient(nodes, prefix string, timeout time.Duration) (*redlock.Client, func(), error) {
+func adminClient(nodes, prefix string, timeout, ttl time.Duration) (*redlock.Client, func(), error) {
 	clients, err := dialNodes(nodes)
 	if err != nil {
 		return nil, nil, &exitError{2, err}
 	}
 	c, err := redlock.New(clients, redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(timeout),
-		redlock.WithTTL(3*timeout))
+		redlock.WithTTL(ttl))
 	if err != nil {
 		closeAll(clients)
 		return nil, nil, &exitError{2, err}

@@ -156,7 +156,9 @@ func TestProvisionReprovisionsAboveTheGivenToken(t *testing.T) {
 	}
 	above := strconv.FormatUint(last+1000, 10)
 	out.Reset()
-	if err := run(ctx, []string{"provision", "--nodes", urls, "--reprovision-above", above}, &out); err != nil {
+	// The nodes recorded c's TTL of 1 s: reprovision waits that long after the loss.
+	if err := run(ctx, []string{"provision", "--nodes", urls, "--reprovision-above", above, "--timeout", "200ms",
+		"--longest-ttl", "500ms"}, &out); err != nil {
 		t.Fatalf("reprovision: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "every later token exceeds "+above) {

@@ -35,6 +35,8 @@ type nodeState struct {
 	replid       string
 	curReplid    string // the replication id the node serves under now
 	stamp        string // the lost stamp of this episode, as stored; "": none
+	rawID        string // the id marker as stored ("": none), for the writes conditional on it
+	rawStamp     string // the lost stamp as stored, of any episode ("": none)
 	lostAt       int64  // node ms when first found not intact in this episode; 0: never
 	now          int64  // node ms
 	counter      int64  // G
@@ -63,6 +65,7 @@ func parseNodeState(v []any) (*nodeState, error) {
 		counter: num(8), maxTTL: time.Duration(num(9)) * time.Millisecond, runID: str(10),
 		usedMemory: num(11), maxMemory: num(12), role: str(13), master: str(14),
 	}
+	s.rawID, s.rawStamp = str(2), str(5)
 	if id, err := strconv.Atoi(str(2)); err == nil {
 		s.id = id
 	}

@@ -1,14 +1,36 @@
--- Reprovisioning after a majority lost its data: forget the node's
--- identity, so that Provision can give the deployment a new roster, but keep
--- its counter, raised above every token the stores may have accepted.
+-- Reprovisioning after a majority lost its data, on one node: a transition
+-- from the state the reprovisioner read, once it had waited out the
+-- delayed restart, to the new roster. Like repair.lua, it applies only
+-- while the node still holds what was read: a node that lost its data
+-- again since (its uuid, id or stamp went with it) or was repaired since
+-- is left untouched, so that it cannot count again before its own delay.
+-- One script, so the node never counts with its old counters or no stamp.
 --
 --   KEYS[1] uuid   KEYS[2] roster   KEYS[3] id marker
 --   KEYS[4] recorded replication id   KEYS[5] lost stamp
---   KEYS[6] G   KEYS[7] E
+--   KEYS[6] G   KEYS[7] E   KEYS[8] longest TTL used
 --   ARGV[1] the floor counter f   ARGV[2] R in ms
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+--   ARGV[3] the uuid read ('' for none)   ARGV[4] the id read ('' for none)
+--   ARGV[5] the lost stamp read ('' for none)
+--   ARGV[6] the new uuid   ARGV[7] the new roster   ARGV[8] the new id
+--   ARGV[9] the longest TTL in use, ms
+--
+-- Returns 1, or 2 (nothing written) if the node changed since it was read.
+local function get(k) return redis.call('GET', k) or '' end
+if get(KEYS[1]) ~= ARGV[3] or get(KEYS[3]) ~= ARGV[4] or get(KEYS[5]) ~= ARGV[5] then
+  return 2
+end
 local f = tonumber(ARGV[1])
 if tonumber(redis.call('GET', KEYS[6]) or '0') < f then redis.call('SET', KEYS[6], f) end
 local e = math.max(f, tonumber(redis.call('GET', KEYS[7]) or '0'))
 redis.call('SET', KEYS[7], e, 'PX', ARGV[2])
+if tonumber(redis.call('GET', KEYS[8]) or '0') < tonumber(ARGV[9]) then
+  redis.call('SET', KEYS[8], ARGV[9])
+end
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
+redis.call('SET', KEYS[1], ARGV[6])
+redis.call('SET', KEYS[2], ARGV[7])
+redis.call('SET', KEYS[3], ARGV[8])
+redis.call('SET', KEYS[4], replid)
+redis.call('DEL', KEYS[5])
 return 1
