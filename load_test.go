@@ -34,7 +34,7 @@ func TestLoadDistinctNames(t *testing.T) {
 		goroutines int
 		each       bool
 	}
-	cells := []cell{{64, false}, {64, true}, {256, false}, {256, true}}
+	cells := []cell{{64, false}, {64, true}, {256, false}, {256, true}, {1024, false}}
 	for _, fenced := range []bool{false, true} {
 		for _, c := range cells {
 			mode := "shared"

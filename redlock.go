@@ -125,7 +125,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		id:    uuid.NewString(),
 	}
 	c.rounds = round.New(c.nodes, round.Config{NodeTimeout: cfg.nodeTimeout, Patience: cfg.patience(),
-		Hooks: traceHooks(cfg.trace)})
+		Hooks: traceHooks(cfg.trace), Batch: cfg.batch})
 	c.queue = fairqueue.New(c.nodes, c.rounds, fairqueue.Config{ID: c.id, NodeTimeout: cfg.nodeTimeout,
 		PromiseLife: c.promiseLife(), Clock: cfg.clock, Subscribe: traceSubscribe(cfg.trace)})
 	c.args = scriptArgs{

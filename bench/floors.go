@@ -20,7 +20,7 @@ type goFloor struct {
 	majority bool
 }
 
-var releaseLua = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+var releaseLua = redis.NewScript(releaseSrc)
 
 var errNotAcquired = errors.New("floor: no majority")
 

@@ -82,6 +82,7 @@ const (
 	nFloorAll  = "floor: go-redis, waits for all"
 	nFloorMaj  = "floor: go-redis, returns at majority"
 	nFloorRaw  = "floor: raw pipelined, returns at majority"
+	nFloorBat  = "floor: go-redis batched, returns at majority"
 	nOursUnf   = "redlock, unfenced"
 	nOursFen   = "redlock, fenced"
 	nRSBest    = "redsync v4, best"
@@ -95,6 +96,8 @@ func floorSpecs() []spec {
 			func(a []string) (locker, error) { return &goFloor{nodes: newClients(a, false)}, nil }},
 		{nFloorMaj, "as above, but each round returns once N/2+1 nodes answered (the rest finish in the background); the reference for ratios",
 			func(a []string) (locker, error) { return &goFloor{nodes: newClients(a, false), majority: true}, nil }},
+		{nFloorBat, "the same go-redis clients and commands, returning at N/2+1, but each node's commands made while one is in flight to it go out together as one Pipeline when it returns: the floor for a batched client",
+			func(a []string) (locker, error) { return newBatchedFloor(newClients(a, false)), nil }},
 		{nFloorRaw, "one net.Conn per node, RESP written by hand, requests pipelined, both rounds return at N/2+1: the physical floor",
 			func(a []string) (locker, error) { return newRawFloor(a), nil }},
 	}

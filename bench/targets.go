@@ -101,6 +101,7 @@ func (r *report) targets(p func(string, ...any)) {
 		p("| %s: lock+unlock p50 within %.2fx of the majority floor (1 goroutine, %s) | %s | %s |\n",
 			oursName(fenced), thr, r.setOf(fenced), fx(s), verdict(s.med <= thr, s))
 	}
+	r.batchedTargets(p)
 	cpu := r.cpuRatio(false, func(u usage) float64 { return float64(u.client + u.nodes) })
 	p("| %s: CPU per op, client + nodes, within 1.1x of the majority floor (all 8 unfenced cells together) | %s | %s |\n",
 		nOursUnf, fx(cpu), verdict(cpu.med <= 1.1, cpu))
@@ -193,4 +194,25 @@ func (r *report) cpuRatio(fenced bool, f func(usage) float64) spread {
 		}
 		return ratioPos(per(oursName(fenced)), per(nFloorMaj))
 	})
+}
+
+// batchedTargets are issue 33's: goodput against the batched floor at 64
+// and 256 goroutines on a shared client, and the fenced p50 at 256.
+func (r *report) batchedTargets(p func(string, ...any)) {
+	for _, fenced := range []bool{false, true} {
+		thr := 0.5
+		if fenced {
+			thr = 0.3
+		}
+		for _, g := range []int{64, 256} {
+			k := cellKey{fenced, false, g}
+			s := r.goodputRatio(k, oursName(fenced), nFloorBat)
+			p("| %s: goodput at least %.1fx the batched floor (%s) | %s | %s |\n",
+				oursName(fenced), thr, cellLabel(k), fx(s), verdict(s.med >= thr, s))
+		}
+	}
+	k := cellKey{true, false, 256}
+	s := r.across(func(rd *runData) float64 { return float64(pct(cellOf(rd, k, nOursFen).lat, 0.5)) / 1e6 })
+	ok := s.n > 0 && s.med < 100
+	p("| %s: p50 below 100 ms (%s) | %.0f ms [%.0f–%.0f] | %s |\n", nOursFen, cellLabel(k), s.med, s.lo, s.hi, verdict(ok, s))
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/batch"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,6 +18,9 @@ type Config struct {
 	Patience time.Duration
 	// Hooks are called around every node call (Trace's NodeCall and NodeReply).
 	Hooks Hooks
+	// Batch is the most calls one pipeline to a node carries (package
+	// batch); 0 sends every call on its own.
+	Batch int
 }
 
 // Hooks are optional callbacks at each node call of a round, named by the
@@ -31,6 +35,8 @@ type Hooks struct {
 // and the closing of all of it. It is safe for concurrent use.
 type Engine struct {
 	nodes             []redis.UniversalClient
+	links             []redis.UniversalClient // what the calls go through: the nodes, or their batch.Links
+	batches           []*batch.Link           // the links, when batched
 	timeout, patience time.Duration
 	hooks             Hooks
 
@@ -63,6 +69,15 @@ func New(nodes []redis.UniversalClient, cfg Config) *Engine {
 	for i, n := range nodes {
 		e.dials[i] = watchDials(n)
 	}
+	e.links = nodes
+	if cfg.Batch > 0 {
+		e.links = make([]redis.UniversalClient, len(nodes))
+		for i, n := range nodes {
+			l := batch.NewLink(n, cfg.Batch)
+			e.links[i] = l
+			e.batches = append(e.batches, l)
+		}
+	}
 	e.workers.stop = e.closing
 	e.life, e.endLife = context.WithCancel(context.Background())
 	return e
@@ -86,6 +101,9 @@ func (e *Engine) Close() {
 func (e *Engine) Wait() {
 	e.bg.Wait()
 	e.workers.wg.Wait()
+	for _, l := range e.batches {
+		l.Wait()
+	}
 }
 
 // IfOpen runs f and reports true, unless the engine is closed: then it

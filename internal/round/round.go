@@ -113,7 +113,7 @@ func (e *Engine) FanOut(ctx context.Context, name string, after []chan struct{},
 	if after == nil {
 		hung = e.hungNodes()
 	}
-	for i, node := range e.nodes {
+	for i, node := range e.links {
 		e.workers.run(func() {
 			defer e.bg.Done()
 			rep := e.call(ctx, r, i, node, after, sent, hung != nil && hung[i], op)
