@@ -42,7 +42,7 @@ type Link struct {
 	mu       sync.Mutex
 	inFlight int     // calls and batches in flight
 	queue    []*call // what waits for the next batch, in order
-	wg    sync.WaitGroup
+	wg       sync.WaitGroup
 }
 
 // call is one Do waiting in a Link's queue.
