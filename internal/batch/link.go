@@ -90,14 +90,16 @@ func (l *Link) Do(ctx context.Context, args ...any) *redis.Cmd {
 	case <-ctx.Done():
 		// The batch writes c.cmd once sent: hand the caller another.
 		cmd := redis.NewCmd(ctx, args...)
-		cmd.SetErr(ctx.Err())
-		if !c.state.CompareAndSwap(queued, dropped) {
-			select {
-			case <-c.done: // it was answered meanwhile
-				return c.cmd
-			default:
-			}
+		if c.state.CompareAndSwap(queued, dropped) {
+			cmd.SetErr(&NotSentError{ctx.Err()})
+			return cmd
 		}
+		select {
+		case <-c.done: // it was answered meanwhile
+			return c.cmd
+		default:
+		}
+		cmd.SetErr(ctx.Err())
 		return cmd
 	}
 }
@@ -170,3 +172,14 @@ func (l *Link) send(batch []*call) {
 // Wait waits for the batches in flight to end. Calls made after Wait began
 // may start batches it does not wait for.
 func (l *Link) Wait() { l.wg.Wait() }
+
+// NotSentError is the error of a call whose ctx ended while it waited for
+// its batch: it was never sent, so nothing of it can reach the node later.
+// It wraps ctx's error.
+type NotSentError struct{ Err error }
+
+func (e *NotSentError) Error() string { return "redlock: not sent: " + e.Err.Error() }
+func (e *NotSentError) Unwrap() error { return e.Err }
+
+// NotSent is true: the command never left the client.
+func (e *NotSentError) NotSent() bool { return true }

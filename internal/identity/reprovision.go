@@ -63,7 +63,7 @@ func (d *Deployment) Reprovision(ctx context.Context, above uint64) error {
 		n, err := nodescript.Reset.Run(ctx, node,
 			[]string{k.UUID, k.Roster, k.ID, k.Replid, k.Lost, k.Counter, k.Floor, k.MaxTTL},
 			floor, d.cfg.Retention, s.uuid, s.rawID, s.rawStamp,
-			uuids[i], roster, slices.Index(members, uuids[i]), longest.Milliseconds()).Int()
+			uuids[i], roster, slices.Index(members, uuids[i]), longest.Milliseconds(), intactArg(s)).Int()
 		changed[i] = err == nil && n != 1
 		return outcomeOf(err)
 	})
@@ -142,4 +142,14 @@ func (d *Deployment) waitOutLosses(ctx context.Context) ([]*nodeState, time.Dura
 			return nil, 0, fmt.Errorf("%w: %w", tooSoon, context.Cause(ctx))
 		}
 	}
+}
+
+// intactArg tells reset.lua how the node was read: intact ("1"), so it must
+// still serve under its recorded replication id, or stamped ("0"), so its
+// stamp must be of the replication id it serves under.
+func intactArg(s *nodeState) string {
+	if s.intact() {
+		return "1"
+	}
+	return "0"
 }

@@ -136,11 +136,13 @@ func (l *Lease) extendOp(ls Term) round.NodeOp {
 	op := l.extendCall(ls)
 	n := len(l.e.Nodes)
 	return func(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
-		l.unheard.sent(n, i, ls.TTL)
-		o, v, err := op(ctx, i, node)
-		if o == round.NodeGranted || o == round.NodeRefused || err == errNotChecked {
-			l.unheard.heard(i, ls.TTL) // it ran: whatever it did is done
+		if err := ctx.Err(); err != nil {
+			return round.NodeTimedOut, 0, err // nothing sent, nothing to land
 		}
+		heard := l.unheard.count(n, i, ls.TTL)
+		start := time.Now()
+		o, v, err := op(ctx, i, node)
+		heard(l.e.Nodes[i], o, err, time.Since(start))
 		return o, v, err
 	}
 }

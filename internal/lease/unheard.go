@@ -1,11 +1,14 @@
 package lease
 
 import (
+	"errors"
+	"net"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/redis/go-redis/v9"
 )
 
 // An extension call that the lease has not heard back from may still run
@@ -69,6 +72,17 @@ func (u *unheardCalls) shortest(i int, ttl time.Duration) time.Duration {
 	return ttl
 }
 
+// count records the calls unheard once: a call with ttl to node i that
+// returned o and err after took, sent unless ctx had ended first.
+func (u *unheardCalls) count(n, i int, ttl time.Duration) (done func(node redis.UniversalClient, o round.Outcome, err error, took time.Duration)) {
+	u.sent(n, i, ttl)
+	return func(node redis.UniversalClient, o round.Outcome, err error, took time.Duration) {
+		if landed(node, o, err, took) {
+			u.heard(i, ttl)
+		}
+	}
+}
+
 // effectiveTTL is the TTL that a majority of the nodes that granted the
 // extension t (of TTL ttl) keep at least: the majority-th longest of their
 // TTLs, each cut to the shortest call still unheard on that node.
@@ -89,4 +103,59 @@ func (u *unheardCalls) effectiveTTL(t *round.Tally, ttl time.Duration) time.Dura
 	}
 	slices.Sort(kept)
 	return kept[len(kept)-t.Majority]
+}
+
+// resentAfter is how long a call to node may wait for its reply before
+// go-redis gives up on that copy and sends the command again (its
+// MaxRetries, after a ReadTimeout): a reply that took that long may be a
+// later copy's, and the first copy may still land. 0: never (retries or
+// read timeouts off). Clients of other types count as resending at once.
+func resentAfter(node redis.UniversalClient) time.Duration {
+	var retries int
+	var read time.Duration
+	switch n := node.(type) {
+	case *redis.Client:
+		o := n.Options()
+		retries, read = o.MaxRetries, o.ReadTimeout
+	case *redis.ClusterClient:
+		o := n.Options()
+		retries, read = o.MaxRetries, o.ReadTimeout
+	case *redis.Ring:
+		o := n.Options()
+		retries, read = o.MaxRetries, o.ReadTimeout
+	default:
+		return time.Nanosecond
+	}
+	switch {
+	case retries < 0 || read < 0:
+		return 0
+	case read == 0:
+		return 3 * time.Second // go-redis's default
+	}
+	return read
+}
+
+// landed tells whether an extension call that returned o and err after
+// took has run on its node for good, so that nothing of it can land later:
+// its reply came, and no earlier copy of it can be on the way (resentAfter);
+// or it was never sent (a dial that failed, a batch it never left).
+func landed(node redis.UniversalClient, o round.Outcome, err error, took time.Duration) bool {
+	if err != nil && notSent(err) {
+		return true
+	}
+	if o != round.NodeGranted && o != round.NodeRefused && err != errNotChecked {
+		return false
+	}
+	r := resentAfter(node)
+	return r == 0 || took < r
+}
+
+// notSent: err says the command never left the client.
+func notSent(err error) bool {
+	var ns interface{ NotSent() bool }
+	if errors.As(err, &ns) && ns.NotSent() {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
