@@ -2,7 +2,8 @@ package protomodel
 
 import "fmt"
 
-// A client's lock attempts (internal/lease: acquire.go, fencing.go). A call to a node is
+// A client's lock attempts (internal/lease: acquire.go, fencing.go), and a
+// holder's extensions (extend.go). A call to a node is
 // sent with its round, runs on the node as one event, and its reply reaches
 // the client later: the client's decision, one event that takes the replies
 // it received by then (decide.go). Any other event may come between the
@@ -15,7 +16,7 @@ const (
 	Idle    = iota // no attempt running
 	Round1         // acquisition sent to every node, waiting for a decided tally
 	Round2         // commit of Best sent to every node
-	Holding        // succeeded; valid until Start+TTL
+	Holding        // succeeded; valid until Until (Start+TTL, or what an Extend set)
 )
 
 // Per-node state of one call.
@@ -24,6 +25,7 @@ const (
 	MsgSent           // sent, not yet run by the node
 	MsgReplied        // run; the reply has not reached the client
 	MsgDone           // reply delivered, or run after the round was decided
+	MsgRan            // an extension call that ran, whose reply the client has not heard (extend.go)
 )
 
 // Client is one client's current attempt.
@@ -31,6 +33,7 @@ type Client struct {
 	Phase    uint8
 	Attempts uint8 // attempts started
 	Start    int16 // global time when the attempt began
+	Until    int16 // while Holding: global time when the validity ends
 	Best     int32 // the token, once round 1 is won
 	Floor    int32 // M1: largest token returned before this attempt began
 
@@ -40,6 +43,8 @@ type Client struct {
 	Com     [N]uint8 // round-2 call per node
 	ComRep  [N]int32 // its reply, while MsgReplied
 	Rel     [N]bool  // release queued: runs once the round-1 call has run
+
+	Ext extState // the holder's extensions (extend.go)
 }
 
 // value is the lock value of client c's current attempt.
@@ -159,9 +164,9 @@ func (s sys) decide2(ci int, mask uint8, log *[]string) (eff Effect) {
 	case abort:
 		s.fail(ci, "superseded: a reply above its token", log)
 	case g >= Majority && (int(s.Now) < int(c.Start)+s.cfg.TTL || s.cfg.NoValidityCheck):
-		c.Phase = Holding
+		c.Phase, c.Until = Holding, c.Start+int16(s.cfg.TTL)
 		if log != nil {
-			s.logf(log, "c%d HOLDS the lock with token %d, valid until t=%d", ci, c.Best, int(c.Start)+s.cfg.TTL)
+			s.logf(log, "c%d HOLDS the lock with token %d, valid until t=%d", ci, c.Best, c.Until)
 		}
 		eff = Effect{Success: true, Client: int8(ci), Token: c.Best, Floor: c.Floor}
 		c.Floor = 0 // checked once, by the properties
@@ -195,7 +200,7 @@ func (s sys) fail(ci int, why string, log *[]string) {
 // unlock: the holder releases on every node.
 func (s sys) unlock(ci int, log *[]string) {
 	c := &s.Clients[ci]
-	c.Phase, c.Start = Idle, 0
+	c.endHold()
 	for j := range c.Rel {
 		c.Rel[j] = true
 	}
@@ -228,10 +233,18 @@ func (c *Client) dropReplies() {
 
 // expire ends a hold whose validity passed: the client no longer holds the
 // lock (its keys expire by themselves).
-func (c *Client) expire(now, ttl int) {
-	if c.Phase == Holding && now >= int(c.Start)+ttl {
-		c.Phase, c.Start = Idle, 0
+func (c *Client) expire(now int) {
+	if c.Phase == Holding && now >= int(c.Until) {
+		c.endHold()
 	}
+}
+
+// endHold: the client no longer holds the lock (unlocked, or its validity
+// passed). An extension running is abandoned: its calls not yet run may
+// still run late.
+func (c *Client) endHold() {
+	c.Phase, c.Start, c.Until = Idle, 0, 0
+	c.Ext.abandon()
 }
 
 // dropNoOpReleases forgets queued releases that can no longer delete

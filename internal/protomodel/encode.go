@@ -11,7 +11,10 @@ func (s sys) encode(b []byte, sc *scratch) []byte {
 	sc.buf = sc.buf[:0]
 	for i := range s.Clients[:nc] {
 		st := len(sc.buf)
-		sc.buf = s.Clients[i].encode(sc.buf)
+		sc.buf = s.Clients[i].encode(sc.buf, s.cfg.Extends > 0)
+		if s.cfg.Leaders > 0 {
+			sc.buf = append(sc.buf, bit(s.leader(i)))
+		}
 		sc.cl[i] = sc.buf[st:]
 		sc.co[i] = i
 	}
@@ -36,6 +39,10 @@ func (s sys) encode(b []byte, sc *scratch) []byte {
 	b = p16(b, int(s.NTokens))
 	for _, t := range s.Tokens[:s.NTokens] {
 		b = p16(b, int(t))
+	}
+	if s.cfg.Reprovisions > 0 {
+		b = append(b, s.Provs, s.Gen)
+		b = s.Prov.encode(b, s.rules)
 	}
 	upt := s.rules.usesUptime()
 	for i := range s.Nodes {
@@ -93,9 +100,13 @@ func sortBy(idx []int, enc [][]byte) {
 	}
 }
 
-func (c *Client) encode(b []byte) []byte {
+func (c *Client) encode(b []byte, ext bool) []byte {
 	b = append(b, c.Phase, c.Attempts)
-	b = p16(b, int(c.Start))
+	if c.Phase == Holding { // the validity's end, not the attempt's start, matters then
+		b = p16(b, int(c.Until))
+	} else {
+		b = p16(b, int(c.Start))
+	}
 	best := c.Best // the token matters while held or while a commit carrying it is in flight
 	if c.Phase != Round2 && c.Phase != Holding && c.Com[0] != MsgSent && c.Com[1] != MsgSent && c.Com[2] != MsgSent {
 		best = 0
@@ -106,6 +117,9 @@ func (c *Client) encode(b []byte) []byte {
 		b = append(b, c.Acq[j], byte(c.AcqSt[j]), c.Com[j], bit(c.Rel[j]))
 		b = p16(b, int(c.AcqCand[j]))
 		b = p16(b, int(c.ComRep[j]))
+	}
+	if ext {
+		b = c.Ext.encode(b)
 	}
 	return b
 }

@@ -3,25 +3,33 @@ package protomodel
 // Kind of event.
 type Kind uint8
 
-// The events. A is a client, repairer or node; B a node.
+// The events. A is a client, repairer or node; B a node, unless said.
 const (
-	EvTick     Kind = iota //
-	EvWipe                 // A node; B 1: with a restart
-	EvJump                 // A node's clock jumps forward
-	EvSave                 // node A saves a snapshot
-	EvRollback             // node A restarts from its snapshot
-	EvStart                // A client begins an attempt
-	EvAcqExec              // node B runs client A's round-1 call
-	EvDecide1              // client A receives round-1 replies B (a bit per node) and decides
-	EvComExec              // node B runs client A's commit
-	EvDecide2              // client A receives commit replies B (a bit per node) and decides
-	EvGiveUp               // client A stops waiting: the round is lost
-	EvRelExec              // node B runs client A's release
-	EvUnlock               // client A unlocks
-	EvRepStart             // repairer A starts repairing node B
-	EvRepRead              // node B runs repairer A's state read
-	EvRepSwap              // the target runs repairer A's uuid swap
-	EvRepWrite             // the target runs repairer A's repair script
+	EvTick      Kind = iota //
+	EvWipe                  // A node; B 1: with a restart
+	EvJump                  // A node's clock jumps forward
+	EvSave                  // node A saves a snapshot
+	EvRollback              // node A restarts from its snapshot
+	EvStart                 // A client begins an attempt
+	EvAcqExec               // node B runs client A's round-1 call
+	EvDecide1               // client A receives round-1 replies B (a bit per node) and decides
+	EvComExec               // node B runs client A's commit
+	EvDecide2               // client A receives commit replies B (a bit per node) and decides
+	EvGiveUp                // client A stops waiting: the round is lost
+	EvRelExec               // node B runs client A's release
+	EvUnlock                // client A unlocks
+	EvRepStart              // repairer A starts repairing node B
+	EvRepRead               // node B runs repairer A's state read
+	EvRepSwap               // the target runs repairer A's uuid swap
+	EvRepWrite              // the target runs repairer A's repair script
+	EvExtStart              // holder A begins an extension; B 1: of ShortTTL
+	EvExtExec               // node B%N runs client A's call of extension B/N
+	EvExtDecide             // holder A receives extension replies B (a bit per node) and decides
+	EvExtGiveUp             // holder A stops waiting: the extension fails
+	EvExtHear               // client A hears, late, the reply of extension B/N's call to node B%N
+	EvProvStart             // the operator starts a reprovision
+	EvProvRead              // node B runs the reprovision's state read
+	EvProvWrite             // node B runs the reprovision's reset script
 )
 
 // Event is one step of the system.
@@ -109,8 +117,12 @@ func (s sys) enabled(evs []Event) []Event {
 			}
 		}
 	}
+	snap := cfg.SnapNodes
+	if snap == 0 {
+		snap = cfg.WipeNodes
+	}
 	for j := 0; j < N; j++ {
-		if cfg.WipeNodes == 0 || cfg.WipeNodes&(1<<j) != 0 {
+		if snap == 0 || snap&(1<<j) != 0 {
 			if int(s.Saves) < cfg.Saves {
 				add(EvSave, j, 0)
 			}
@@ -126,7 +138,8 @@ func (s sys) enabled(evs []Event) []Event {
 	}
 	for ci := range s.Clients[:cfg.Clients] {
 		c := &s.Clients[ci]
-		if c.Phase == Idle && int(c.Attempts) < cfg.Attempts && int(s.Now) >= cfg.ClientsFrom {
+		if c.Phase == Idle && int(c.Attempts) < cfg.Attempts && int(s.Now) >= cfg.ClientsFrom &&
+			(s.leader(ci) || int(s.Now) >= cfg.OthersFrom) {
 			add(EvStart, ci, 0)
 		}
 		for j := 0; j < N; j++ {
@@ -143,6 +156,9 @@ func (s sys) enabled(evs []Event) []Event {
 		evs = s.decisions(evs, ci)
 		if cfg.Unlock && c.Phase == Holding {
 			add(EvUnlock, ci, 0)
+		}
+		if cfg.Extends > 0 {
+			evs = s.extEvents(evs, ci)
 		}
 	}
 	for ri := range s.Reps[:cfg.Repairers] {
@@ -170,6 +186,9 @@ func (s sys) enabled(evs []Event) []Event {
 		case RepWriting:
 			add(EvRepWrite, ri, 0)
 		}
+	}
+	if cfg.Reprovisions > 0 {
+		evs = s.provEvents(evs)
 	}
 	// The tick last: a depth-first search then lets time pass only once
 	// it has tried everything else here.
@@ -223,6 +242,22 @@ func (s sys) apply(e Event, log *[]string) Effect {
 		s.repSwap(a, log)
 	case EvRepWrite:
 		s.repWrite(a, log)
+	case EvExtStart:
+		s.extStart(a, b, log)
+	case EvExtExec:
+		s.extExec(a, b, log)
+	case EvExtDecide:
+		s.extDecide(a, uint8(b), log)
+	case EvExtGiveUp:
+		s.extGiveUp(a, log)
+	case EvExtHear:
+		s.extHear(a, b, log)
+	case EvProvStart:
+		s.provStart(log)
+	case EvProvRead:
+		s.provRead(b, log)
+	case EvProvWrite:
+		s.provWrite(b, log)
 	}
 	return Effect{}
 }

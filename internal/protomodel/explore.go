@@ -45,8 +45,12 @@ type queued struct {
 // returns at the first violation, or once the bounded space is exhausted:
 // breadth first, or depth first if cfg.DFS.
 func Explore(cfg Config, rules Rules) (*Result, error) {
-	if cfg.Clients > MaxClients || cfg.Repairers > MaxRepairers || cfg.Clients*cfg.Attempts > MaxTokens || cfg.Attempts > 15 {
+	if cfg.Clients > MaxClients || cfg.Repairers > MaxRepairers || cfg.Clients*cfg.Attempts > MaxTokens || cfg.Attempts > 15 ||
+		cfg.Extends > MaxExtends || cfg.Reprovisions > MaxReprovisions {
 		return nil, errors.New("protomodel: config exceeds the model's fixed sizes")
+	}
+	if cfg.ShortTTL < 0 || cfg.ShortTTL >= cfg.TTL && cfg.ShortTTL != 0 {
+		return nil, errors.New("protomodel: ShortTTL must be below TTL (the longest TTL in use, which repairs wait out)")
 	}
 	if cfg.DFS {
 		return exploreDFS(cfg, rules)

@@ -71,8 +71,7 @@ func envConfig() (Config, Rules, bool) {
 		}
 		return d
 	}
-	rules, ok := map[string]Rules{"old": Old, "new": New, "new-writes-not-stamped": NewWritesNotStamped,
-		"new-no-delay": NewNoDelay, "new-stale-reads": NewStaleReads, "new+prelude": NewPrelude}[os.Getenv("PROTOMODEL_RULES")]
+	rules, ok := allRules[os.Getenv("PROTOMODEL_RULES")]
 	cfg := Config{
 		Clients: get("CLIENTS", 2), Attempts: get("ATTEMPTS", 1), Repairers: get("REPAIRERS", 1),
 		Wipes: get("WIPES", 1), WipeNoRestart: get("WIPE_NO_RESTART", 1) == 1, WipeRestart: get("WIPE_RESTART", 1) == 1,
@@ -83,16 +82,29 @@ func envConfig() (Config, Rules, bool) {
 		Rollbacks: get("ROLLBACKS", 0), Saves: get("SAVES", 0),
 		ClockJump: get("CLOCK_JUMP", 0), Jumps: get("JUMPS", 0), Props: PropSet(get("PROPS", 0)),
 		MaxStates: get("MAX_STATES", 0), DFS: get("DFS", 1) == 1, NoReduction: get("NO_REDUCTION", 0) == 1,
+		Extends: get("EXTENDS", 0), ShortTTL: get("SHORT_TTL", 0), Reprovisions: get("REPROVISIONS", 0), ExtTimeouts: get("EXT_TIMEOUTS", 0) == 1,
+		Leaders: get("LEADERS", 0), SnapNodes: uint8(get("SNAP_NODES", 0)), OthersFrom: get("OTHERS_FROM", 0),
 	}
 	return cfg, rules, ok
 }
+
+// allRules are the rules TestAdHoc knows, by name.
+var allRules = func() map[string]Rules {
+	m := map[string]Rules{}
+	for _, r := range []Rules{Old, New, NewPrelude, NewWritesNotStamped, NewNoDelay, NewStaleReads,
+		NewPullAtStart, NewExtendFixed, NewExtendFixedNoUnheard, NewProvAtOnce, NewProvNoDelay, NewProvUnconditional, NewProvSameRun} {
+		m[r.Name] = r
+	}
+	return m
+}()
 
 // TestAdHoc searches the space PROTOMODEL_RULES and the other PROTOMODEL_*
 // variables describe (envConfig), for runs by hand.
 func TestAdHoc(t *testing.T) {
 	cfg, rules, ok := envConfig()
 	if !ok {
-		t.Skip("set PROTOMODEL_RULES (old, new, new+prelude, new-writes-not-stamped, new-no-delay, new-stale-reads)")
+		t.Skip("set PROTOMODEL_RULES (old, new, new+prelude, new-writes-not-stamped, new-no-delay, new-stale-reads, " +
+			"new+pull-at-start, new+extend-fixed, new+extend-fixed-no-unheard, new-prov-at-once, new-prov-no-delay, new-prov-unconditional, new+prov-same-run)")
 	}
 	t.Logf("%+v", cfg)
 	res := search(t, "ad hoc", cfg, rules)

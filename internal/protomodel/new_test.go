@@ -2,6 +2,7 @@ package protomodel
 
 import (
 	"os"
+	"slices"
 	"testing"
 )
 
@@ -65,17 +66,21 @@ func TestBrokenFixesAreCaught(t *testing.T) {
 	logTrace(t, "repair writes not conditional on the stamp, minimized", minimized(t, cfg, NewWritesNotStamped, res))
 }
 
-// deepCases are the deep run's searches. States and times on one core of
-// the development machine are given for each; the whole run took 10.7 min
-// and 3.7 GB at most.
-var deepCases = []struct {
+// deepCase is one of the deep run's searches.
+type deepCase struct {
 	name  string
 	cfg   Config
 	rules Rules
 	// report: log what the search finds, fail on nothing (the rules are
 	// broken on purpose, or the bounds may be too small to reach it).
 	report bool
-}{
+}
+
+// deepCases are the deep run's searches of the repair (extendDeep and
+// provDeep are issue 32's). States and times on one core of the
+// development machine are given for each; the whole run took 10.7 min and
+// 3.7 GB at most.
+var deepCases = []deepCase{
 	// 40,436,777 states, 69-84 s.
 	{"item 1's ground, every node", func() Config { c := newItem1; c.WipeNodes, c.RepairNodes = 0, 0; return c }(), New, false},
 	// 44,814,686 states, 84 s.
@@ -126,7 +131,7 @@ func TestDeep(t *testing.T) {
 	if os.Getenv("PROTOMODEL_DEEP") == "" {
 		t.Skip("set PROTOMODEL_DEEP=1")
 	}
-	for _, c := range deepCases {
+	for _, c := range slices.Concat(deepCases, extendDeep, provDeep) {
 		res := search(t, c.name, c.cfg, c.rules)
 		switch {
 		case res.Violation != nil:

@@ -65,7 +65,7 @@ func (s sys) check(eff Effect) *Violation {
 			}
 			a, b := &s.Clients[first], &s.Clients[ci]
 			return &Violation{PropLease, fmt.Sprintf("c%d (token %d, valid until t=%d) and c%d (token %d, valid until t=%d) both hold the lock at t=%d",
-				first, a.Best, int(a.Start)+s.cfg.TTL, ci, b.Best, int(b.Start)+s.cfg.TTL, s.Now)}
+				first, a.Best, a.Until, ci, b.Best, b.Until, s.Now)}
 		}
 	}
 	return nil

@@ -3,9 +3,10 @@ package protomodel
 import "testing"
 
 // The exact reductions (the eager round-1 decision, the dropped no-op
-// releases) change how many states are searched, never what is found:
-// with and without them, each search finds a violation of the same
-// property, or none.
+// releases, the unheard calls kept and heard only where they matter)
+// change how many states are searched, never what is found: with and
+// without them, each search finds a violation of the same property, or
+// none.
 func TestReductionsChangeNoVerdict(t *testing.T) {
 	skipUnderRace(t)
 	oneClient := Config{Clients: 1, Attempts: 2, Unlock: true, Timeouts: true, Repairers: 1, Wipes: 1,
@@ -18,6 +19,10 @@ func TestReductionsChangeNoVerdict(t *testing.T) {
 		{"item 1", item1Old, Old},
 		{"item 1", item1Old, New},
 		{"one client, two attempts", oneClient, New},
+		// The unheard calls' reductions (unheard.go): what each broken
+		// rule finds. The fixed rules' full search is the deep run's.
+		{"extensions", extendGround, NewExtendFixedNoUnheard},
+		{"extensions", extendGround, NewPullAtStart},
 	} {
 		reduced := search(t, c.name, c.cfg, c.rules)
 		full := c.cfg

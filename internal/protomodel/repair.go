@@ -11,7 +11,8 @@ package protomodel
 //
 // The model leaves out takeUUID's check after the swap that no other node
 // holds the claimed uuid: the model's repairers only ever claim the target's
-// own uuid (the one the client learnt), so no other node can hold it.
+// own uuid (the one the client learnt; of the generation a reprovision
+// gave, State.ident), so no other node can hold it.
 
 // Phase of a repairer.
 const (
@@ -108,8 +109,8 @@ func (s sys) repDecide(ri int, log *[]string) {
 		s.retry(ri, "too soon", log)
 		return
 	}
-	r.U, r.G, r.Want = r.Target, r.Top+1, r.Tgt.Stamp
-	if r.Tgt.UUID == r.Target {
+	r.U, r.G, r.Want = s.ident(int(r.Target)), r.Top+1, r.Tgt.Stamp
+	if r.Tgt.UUID == r.U {
 		r.Phase = RepWriting // takeUUID: it still holds its own uuid
 	} else {
 		r.Phase = RepSwapping
@@ -147,12 +148,12 @@ func (s sys) repSwap(ri int, log *[]string) {
 // repWrite: the target runs the repair script.
 func (s sys) repWrite(ri int, log *[]string) {
 	r := &s.Reps[ri]
-	res := s.Nodes[r.Target].RepairWrite(s.nodeNow(int(r.Target)), r.U, r.Target, r.G, s.rules.writeStamp(r), s.rules.WritePrelude)
+	res := s.Nodes[r.Target].RepairWrite(s.nodeNow(int(r.Target)), r.U, r.U, r.G, s.rules.writeStamp(r), s.rules.WritePrelude)
 	switch res {
 	case RepairDone:
 		if log != nil {
 			s.logf(log, "r%d repair script on n%d: G=%d E=%d id=%d: n%d is back",
-				ri, r.Target, s.Nodes[r.Target].G, s.Nodes[r.Target].E, r.Target, r.Target)
+				ri, r.Target, s.Nodes[r.Target].G, s.Nodes[r.Target].E, r.U, r.Target)
 		}
 		*r = Repairer{Phase: RepDone}
 	case RepairOtherID:

@@ -2,7 +2,9 @@ package protomodel
 
 // Rules selects how a repair decides that it may write, and what its writes
 // are conditional on: today's code (Old) or the fix (New), and the broken
-// variants that show the checker is not vacuous.
+// variants that show the checker is not vacuous; and, in its last fields,
+// the rules of issue 32 for a holder's extensions (extend.go, unheard.go)
+// and for Reprovision (reprovision.go).
 type Rules struct {
 	Name string
 
@@ -30,19 +32,56 @@ type Rules struct {
 	// by a restart from an older copy of the data (it names an earlier
 	// run) is replaced before it is compared.
 	WritePrelude bool
+
+	// UnheardTTLs: a successful extension counts each granted node for
+	// no longer than the shortest TTL of the client's extension calls
+	// still unheard there (internal/lease/unheard.go); without it, for
+	// the TTL it applied.
+	UnheardTTLs bool
+	// UnheardAtStart: the unheard calls that cut a node are those unheard
+	// when the extension began, not when it is decided (not in the
+	// library: a late call heard during the extension may have run after
+	// the granted call there).
+	UnheardAtStart bool
+	// PullDeadline: a failed extension pulls the validity back to where
+	// its success would have put it, if that is earlier (pullDeadline).
+	PullDeadline bool
+	// PullAtStart: a shortening pulls the validity back to its start
+	// plus its TTL as it begins, before any call is sent (not in the
+	// library: its calls may land at once, and the round may wait longer
+	// than the shorter TTL before it fails). It makes PullDeadline moot.
+	PullAtStart bool
+
+	// ProvDelay: Reprovision waits out the restart delay of every node
+	// that is not intact, as a repair does (StampAge, RepairerClock and
+	// FreshReads for each such node), before it decides.
+	ProvDelay bool
+	// ProvConditional: each node's reset script writes only if the node
+	// still holds the uuid, the id and the stamp it was read with
+	// (reset.lua).
+	ProvConditional bool
+	// ProvSameRun: the reset script also writes only if the node still
+	// serves under the run (replication id) it was read in.
+	ProvSameRun bool
 }
 
-// Old is the code at 5e7ef93.
+// Old is the code at 5e7ef93 (before an Extend could shorten the TTL, and
+// before Reprovision waited: do not search it with extensions or
+// reprovisions).
 var Old = Rules{Name: "old", UptimeCounts: true, StampAge: true}
 
 // New is the fix: the delay runs from the loss stamp only, by the node's
 // clock and by the repairer's, the G values come from a round read after
-// it, and every repair write is conditional on the stamp.
-var New = Rules{Name: "new", StampAge: true, RepairerClock: true, FreshReads: true, StampedWrites: true}
+// it, and every repair write is conditional on the stamp. With it, the
+// rules of issue 32 as the library has them: an Extend counts the unheard
+// TTLs and a failed shortening pulls the validity back; Reprovision waits
+// out the delay and writes conditionally on what it read.
+var New = Rules{Name: "new", StampAge: true, RepairerClock: true, FreshReads: true, StampedWrites: true,
+	UnheardTTLs: true, PullDeadline: true, ProvDelay: true, ProvConditional: true}
 
 // NewPrelude is New whose repair writes also run the identity prelude.
 var NewPrelude = Rules{Name: "new+prelude", StampAge: true, RepairerClock: true, FreshReads: true,
-	StampedWrites: true, WritePrelude: true}
+	StampedWrites: true, WritePrelude: true, UnheardTTLs: true, PullDeadline: true, ProvDelay: true, ProvConditional: true}
 
 // NewWritesNotStamped is New whose writes are conditional on the uuid only
 // (broken on purpose).
@@ -56,6 +95,44 @@ var NewNoDelay = Rules{Name: "new-no-delay", StampedWrites: true}
 // delay had passed (broken on purpose): the node's and the repairer's
 // delays are checked on the target's read only.
 var NewStaleReads = Rules{Name: "new-stale-reads", StampAge: true, RepairerClock: true, StampedWrites: true}
+
+// The rules of issue 32 that the library does not have, and the broken
+// variants of the rules it has (extend_test.go, reprovision_test.go).
+
+// variant is r renamed, changed by f.
+func variant(r Rules, name string, f func(*Rules)) Rules {
+	r.Name = name
+	f(&r)
+	return r
+}
+
+// NewPullAtStart is New whose shortening pulls the validity back as it
+// begins (a fix the library does not have: extend_test.go).
+var NewPullAtStart = variant(New, "new+pull-at-start", func(r *Rules) { r.PullAtStart = true })
+
+// NewExtendFixed is NewPullAtStart whose unheard calls are those of when
+// the extension began (fixes the library does not have: extend_test.go).
+var NewExtendFixed = variant(NewPullAtStart, "new+extend-fixed", func(r *Rules) { r.UnheardAtStart = true })
+
+// NewExtendFixedNoUnheard is NewExtendFixed without UnheardTTLs (broken on
+// purpose): the late shortening of issue 32.
+var NewExtendFixedNoUnheard = variant(NewExtendFixed, "new+extend-fixed-no-unheard", func(r *Rules) { r.UnheardTTLs = false })
+
+// NewProvAtOnce is New whose Reprovision neither waits nor writes
+// conditionally (broken on purpose: reset.lua and Reprovision before
+// issue 32).
+var NewProvAtOnce = variant(New, "new-prov-at-once", func(r *Rules) { r.ProvDelay, r.ProvConditional = false, false })
+
+// NewProvNoDelay is New whose Reprovision does not wait (broken on
+// purpose); its resets stay conditional.
+var NewProvNoDelay = variant(New, "new-prov-no-delay", func(r *Rules) { r.ProvDelay = false })
+
+// NewProvUnconditional is New whose Reprovision waits but resets each node
+// whatever it holds now (broken on purpose).
+var NewProvUnconditional = variant(New, "new-prov-unconditional", func(r *Rules) { r.ProvConditional = false })
+
+// NewProvSameRun is New whose resets are also conditional on the run read.
+var NewProvSameRun = variant(New, "new+prov-same-run", func(r *Rules) { r.ProvSameRun = true })
 
 // delayPassed tells whether repairer r, whose round of reads just
 // completed at global time now, may go on to write its target.

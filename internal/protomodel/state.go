@@ -26,7 +26,7 @@ type Config struct {
 
 	// Scenario restrictions, to reach deep counterexamples in a small
 	// space: the earliest time a client may begin an attempt, and a
-	// repairer begin a repair.
+	// repairer begin a repair (and the operator a reprovision).
 	ClientsFrom, RepairsFrom int
 
 	Timeouts bool // a client may stop waiting (node timeout): the round is lost
@@ -38,8 +38,9 @@ type Config struct {
 
 	// Rollbacks: restarts from the last snapshot of the node's data, at
 	// most this many in all; Saves: snapshots, at most this many. Both on
-	// the nodes WipeNodes allows.
+	// the nodes SnapNodes allows, a bit each; 0: those WipeNodes allows.
 	Rollbacks, Saves int
+	SnapNodes        uint8
 
 	// ClockJump > 0 lets a node's clock jump forward by that many ticks,
 	// at most Jumps times in all. Lock keys then expire early, so the lease
@@ -59,6 +60,24 @@ type Config struct {
 	// NoReduction explores every interleaving, without the exact
 	// reductions (Enabled, State.dropNoOpReleases): to check them.
 	NoReduction bool
+
+	// Extends: extensions a holder may start per attempt, at most
+	// MaxExtends (extend.go); each applies TTL, or ShortTTL (0: none;
+	// below TTL, which stays the longest TTL in use). ExtTimeouts: a
+	// holder may stop waiting for an extension (as Timeouts lets every
+	// client stop waiting for any round).
+	Extends, ShortTTL int
+	ExtTimeouts       bool
+
+	// Leaders > 0: only the first Leaders clients extend, and the others
+	// begin their attempts at OthersFrom at the earliest (and from
+	// ClientsFrom). Scenario restrictions that keep a space small: a
+	// client's role is part of its encoding, so their symmetry holds.
+	Leaders, OthersFrom int
+
+	// Reprovisions: reprovisions an operator may run, one after another,
+	// at most MaxReprovisions (reprovision.go).
+	Reprovisions int
 }
 
 // Limits of the fixed-size state.
@@ -75,8 +94,11 @@ type State struct {
 	Nodes   [N]Node
 	Clients [MaxClients]Client
 	Reps    [MaxRepairers]Repairer
+	Prov    Reprovisioner
 
 	Wipes, Jumps, RepairsStarted, Rollbacks, Saves uint8
+	Provs                                          uint8 // reprovisions started
+	Gen                                            uint8 // reprovisions decided: the deployment's identities are of this generation
 
 	MaxReturned int32            // M1: the largest token any successful attempt returned
 	Tokens      [MaxTokens]int32 // U: tokens of successful attempts, in order of success
@@ -118,11 +140,16 @@ func (s sys) tick(log *[]string) {
 	for j := range s.Nodes {
 		s.Nodes[j].expire(s.nodeNow(j))
 	}
+	ended := ""
 	for ci := range s.Clients[:s.cfg.Clients] {
-		s.Clients[ci].expire(int(s.Now), s.cfg.TTL)
+		c := &s.Clients[ci]
+		if log != nil && c.Phase == Holding && int(s.Now) >= int(c.Until) {
+			ended += map[bool]string{true: ": c", false: ", c"}[ended == ""] + itoa(ci) + "'s validity ends"
+		}
+		c.expire(int(s.Now))
 	}
 	if log != nil {
-		s.logf(log, "tick")
+		s.logf(log, "tick%s", ended)
 	}
 }
 
