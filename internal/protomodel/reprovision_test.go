@@ -67,6 +67,7 @@ func TestResetScript(t *testing.T) {
 // n1, the reprovision resets n1 at once, c1 takes n1 and n2. Breadth
 // first: a shortest trace.
 func TestReprovisionWithoutTheDelayIsCaught(t *testing.T) {
+	skipUnderRace(t)
 	for _, rules := range []Rules{NewProvAtOnce, NewProvNoDelay} {
 		res := search(t, "reprovision at once", provAtOnce, rules)
 		if res.Violation == nil || res.Violation.Prop != PropLease {
