@@ -186,3 +186,180 @@ func TestLateShorteningDoesNotOutliveALaterExtend(t *testing.T) {
 		})
 	}
 }
+
+// holdReplies lets every call of one script run on its node, then holds
+// its reply until release is closed: an Extend whose calls have all taken
+// effect, still waiting to hear of them.
+type holdReplies struct {
+	name    string
+	ran     chan struct{} // one send per call that has run on its node
+	release chan struct{}
+}
+
+func newHoldReplies(name string) *holdReplies {
+	return &holdReplies{name: name, ran: make(chan struct{}, 16), release: make(chan struct{})}
+}
+
+func (h *holdReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *holdReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *holdReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if redlock.ScriptName(cmd.Args()) != h.name {
+			return next(ctx, cmd)
+		}
+		err := next(ctx, cmd)
+		h.ran <- struct{}{}
+		<-h.release
+		return err
+	}
+}
+
+// Issue 32, a shortening in flight: A holds "x" for 3 s and calls
+// Extend(For(400ms)); its calls shorten the key on every node at once, but
+// their replies are held. Before the fix A's Until moved only when the
+// Extend returned, so while it waited B was granted with 2.5 s of A's
+// validity left. Now a shortening pulls Until back before it sends.
+func TestShorteningInFlightMovesUntilAtOnce(t *testing.T) {
+	cl := startCluster(t, 3)
+	for kind, tc := range lateShorteningCases {
+		t.Run(kind, func(t *testing.T) {
+			name := "in-flight-" + kind
+			hold := newHoldReplies(tc.script)
+			var once sync.Once
+			open := func() { once.Do(func() { close(hold.release) }) }
+			t.Cleanup(open)
+			a := cl.hookedOn(t, map[int]redis.Hook{0: hold, 1: hold, 2: hold},
+				redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(150*time.Millisecond))
+			b := cl.newClient(t, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(time.Second))
+			ctx := context.Background()
+			l := tc.takeA(t, a, name)
+			extended := make(chan error, 1)
+			go func() { extended <- l.Extend(ctx, redlock.For(400*time.Millisecond)) }()
+			for range 3 {
+				select {
+				case <-hold.ran:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the shortening never ran on all three nodes")
+				}
+			}
+			var granted time.Time
+			var err error
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				granted, err = tc.takeB(ctx, b, name)
+				if err == nil || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			until := l.Until()
+			open()
+			<-extended
+			if err != nil {
+				t.Fatalf("B was never granted, though the nodes let the key go after 400 ms: %v", err)
+			}
+			if left := until.Sub(granted); left > 0 {
+				t.Fatalf("B was granted %q while A's shortening was in flight and A had %v of validity", name, left)
+			}
+		})
+	}
+}
+
+// landDuringSecond holds the first call of one script on its wire, and
+// lets it land during the next one that runs the script on the node: after
+// that call has run, and before its reply goes back. (A call refused
+// NOSCRIPT ran nothing: the held call may be the one that would have
+// loaded the script.)
+type landDuringSecond struct {
+	*holdFirst
+	mu    sync.Mutex
+	calls int
+}
+
+func (h *landDuringSecond) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	first := h.holdFirst.ProcessHook(next)
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if redlock.ScriptName(cmd.Args()) != h.name {
+			return next(ctx, cmd)
+		}
+		h.mu.Lock()
+		h.calls++
+		n := h.calls
+		h.mu.Unlock()
+		if n == 1 {
+			return first(ctx, cmd)
+		}
+		err := next(ctx, cmd)
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return err
+		}
+		select {
+		case <-h.landed:
+			return err
+		case <-h.held:
+		}
+		h.open()
+		<-h.landed
+		// Let the first call's reply reach the lease before this one's.
+		time.Sleep(20 * time.Millisecond)
+		return err
+	}
+}
+
+// Issue 32, a late call heard during a later Extend: A's Extend(For(400ms))
+// fails with its call to n1 held (n2 cut off for A); A's next Extend (3 s)
+// runs on n1, then the held call lands there and its reply comes back, then
+// the Extend's own reply. Before the fix the late call, heard by the time
+// the Extend was counted, no longer cut n1, and B was granted with 2.5 s of
+// A's validity left. Now the calls unheard when an Extend begins count.
+func TestLateCallHeardDuringALaterExtendStillCounts(t *testing.T) {
+	cl := startCluster(t, 3)
+	for kind, tc := range lateShorteningCases {
+		t.Run(kind, func(t *testing.T) {
+			name := "heard-during-" + kind
+			hold := &landDuringSecond{holdFirst: newHoldFirst(tc.script)}
+			t.Cleanup(hold.open)
+			a := cl.hookedOn(t, map[int]redis.Hook{1: hold, 2: cut()},
+				redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(150*time.Millisecond))
+			b := cl.newClient(t, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(time.Second))
+			ctx := context.Background()
+			l := tc.takeA(t, a, name)
+			short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+			err := l.Extend(short, redlock.For(400*time.Millisecond))
+			cancel()
+			if err == nil {
+				t.Fatal("the shortening succeeded: its call to n1 was meant to be held")
+			}
+			select {
+			case <-hold.held:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the shortening's call never reached n1 (it said %v)", err)
+			}
+			if err := l.Extend(ctx, redlock.For(3*time.Second)); err != nil {
+				t.Fatalf("second Extend: %v", err)
+			}
+			select {
+			case <-hold.landed:
+			default:
+				t.Fatal("the held call did not land during the second Extend")
+			}
+			var granted time.Time
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				granted, err = tc.takeB(ctx, b, name)
+				if err == nil || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err != nil {
+				t.Fatalf("B was never granted, though n1 let the key go after 400 ms: %v", err)
+			}
+			if left := l.Until().Sub(granted); left > 0 {
+				t.Fatalf("B was granted %q while A still had %v of validity", name, left)
+			}
+		})
+	}
+}

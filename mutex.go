@@ -149,14 +149,15 @@ func (c *Client) tryLock(ctx context.Context, name, waiter string, waited time.D
 // with ctx's error as its Cause and every node's outcome, the silent ones
 // NodeTimedOut with an Err that wraps ctx's error.
 //
-// An Extend that shortens the TTL and fails may still have shortened it
-// on some nodes (those it reached, or that ran it after it gave up on
-// them): Until then moves back to where a success would have put it, if
-// that is earlier, and Done closes by it. Such a call can also land after
-// a later Extend succeeded, and cut that one short on its node: so an
-// Extend counts each node that granted it for no longer than the shortest
-// TTL of this lease's extension calls to that node whose reply never came,
-// and Until is what a majority of them keep. Until may then be nearer than
+// An Extend that shortens the TTL shortens it on each node as its call
+// runs there, before the Extend has heard from a majority, and even if it
+// then fails (or runs after it gave up on that node): so Until moves back
+// to where its success would put it, if that is earlier, before its first
+// call is sent, and Done closes by it. Such a call can also land after a
+// later Extend succeeded, and cut that one short on its node: so an Extend
+// counts each node that granted it for no longer than the shortest TTL of
+// this lease's extension calls to that node whose reply had not come when
+// it began, and Until is what a majority of them keep. Until may then be nearer than
 // the TTL asked for (never later than the nodes hold the lock); Extends
 // that repeat one TTL, as Do's keep-alive does, are never cut.
 //

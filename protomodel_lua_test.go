@@ -74,6 +74,8 @@ func TestProtomodelMatchesLua(t *testing.T) {
 	d.readStateCases()
 	d.swapCases()
 	d.repairCases()
+	d.extendCases()
+	d.resetCases()
 	if d.failures > diffMaxReports {
 		t.Errorf("%d mismatches in all, %d reported", d.failures, diffMaxReports)
 	}

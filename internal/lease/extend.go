@@ -25,18 +25,17 @@ func (l *Lease) ExtendTurn(ctx context.Context) (done func(), err error) {
 
 // Extend re-applies t's TTL from start on a majority, in l's turn
 // (ExtendTurn), and returns the new end of the validity and what each node
-// answered. On failure err is a *Failure (or ErrClosed), and a shortening
-// that failed still pulls Until back to where a success would have put
-// it: the nodes it reached hold the shorter TTL. The caller logs the
-// failure, with the error it returns.
+// answered. On failure err is a *Failure (or ErrClosed). A shortening
+// pulls Until back to where its success would put it before its first
+// call is sent, whatever comes of it: each call shortens the key on its
+// node as it runs, while the Extend may still be waiting for the others,
+// and a call that fails may have run, or may run later. The caller logs
+// the failure, with the error it returns.
 func (l *Lease) Extend(ctx context.Context, start time.Time, t Term) (until time.Time, nodes []round.NodeResult, err error) {
-	until, nodes, err = l.extend(ctx, start, t)
-	if err != nil && t.TTL < l.TTL() {
-		// Nodes it reached, late or unheard, hold the shorter TTL: the
-		// lock is valid no longer than if it had succeeded.
+	if t.TTL < l.TTL() {
 		l.pullDeadline(start.Add(l.e.Validity(t.TTL)), t.TTL)
 	}
-	return until, nodes, err
+	return l.extend(ctx, start, t)
 }
 
 // extend returns the new end of the validity, and what each node answered.
@@ -53,6 +52,10 @@ func (l *Lease) extend(ctx context.Context, start time.Time, ls Term) (until tim
 	default:
 	}
 	e := l.e
+	// The calls unheard now may land at any time, even after this
+	// Extend's own call on their node and before its reply: a reply heard
+	// during the round must not take its call out of the count.
+	unheard := l.unheard.shortestNow(len(e.Nodes))
 	op := l.extendOp(ls)
 	// Until a majority extends the lock, or so many refuse that it is gone
 	// (ErrExpired) rather than unheard of (ErrUnavailable).
@@ -63,7 +66,7 @@ func (l *Lease) extend(ctx context.Context, start time.Time, ls Term) (until tim
 	if qe.Cause = err; qe.Cause == nil && t.Won() {
 		// As in Grant, for the TTL a majority keeps whatever late calls
 		// still land (unheard.go).
-		until = start.Add(e.Validity(l.unheard.effectiveTTL(t, ls.TTL)))
+		until = start.Add(e.Validity(l.unheard.effectiveTTL(t, ls.TTL, unheard)))
 		if until.After(e.Clock.Now()) && l.moveDeadline(until, ls.TTL) {
 			if e.Observed {
 				nodes = t.Snapshot()

@@ -26,7 +26,10 @@ import (
 // before the granted call is overwritten by it, one that runs after it
 // runs after s. So a successful extension counts each granted node for that
 // shorter TTL, and the lease's validity is what a majority of them keep
-// (effectiveTTL). Calls of equal or longer TTL (Do's keep-alive repeating
+// (effectiveTTL). u is taken over the calls unheard when the extension
+// began (shortestNow), not when it ends: a late call may run on its node
+// after the granted one and have its reply heard before the granted
+// one's, and it cuts the extension all the same. Calls of equal or longer TTL (Do's keep-alive repeating
 // one TTL) change nothing. An unheard call is never forgotten: nothing
 // tells the client it will not land.
 
@@ -83,20 +86,42 @@ func (u *unheardCalls) count(n, i int, ttl time.Duration) (done func(node redis.
 	}
 }
 
-// effectiveTTL is the TTL that a majority of the nodes that granted the
-// extension t (of TTL ttl) keep at least: the majority-th longest of their
-// TTLs, each cut to the shortest call still unheard on that node.
-func (u *unheardCalls) effectiveTTL(t *round.Tally, ttl time.Duration) time.Duration {
+// shortestNow is, per node, the shortest TTL of the calls unheard on it
+// now (0: none), or nil if there are none anywhere.
+func (u *unheardCalls) shortestNow(n int) []time.Duration {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.ttls == nil {
-		return ttl
+	var cut []time.Duration
+	for i, ttls := range u.ttls {
+		for t := range ttls {
+			if cut == nil {
+				cut = make([]time.Duration, n)
+			}
+			if cut[i] == 0 || t < cut[i] {
+				cut[i] = t
+			}
+		}
 	}
+	return cut
+}
+
+// effectiveTTL is the TTL that a majority of the nodes that granted the
+// extension t (of TTL ttl) keep at least: the majority-th longest of their
+// TTLs, each cut to the shortest call unheard on that node when t began
+// (atStart, from shortestNow) or still unheard now.
+func (u *unheardCalls) effectiveTTL(t *round.Tally, ttl time.Duration, atStart []time.Duration) time.Duration {
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	var kept []time.Duration
 	for i, r := range t.Results {
-		if r.Outcome == round.NodeGranted {
-			kept = append(kept, u.shortest(i, ttl))
+		if r.Outcome != round.NodeGranted {
+			continue
 		}
+		k := u.shortest(i, ttl)
+		if atStart != nil && atStart[i] > 0 {
+			k = min(k, atStart[i])
+		}
+		kept = append(kept, k)
 	}
 	if len(kept) < t.Majority {
 		return 0

@@ -17,14 +17,14 @@
 // the code at 5e7ef93) or the fix (New), and the broken variants that show
 // the checker is not vacuous. New has issue 32's rules as the library has
 // them: an Extend counts each granted node for no longer than the shortest
-// TTL of the holder's extension calls unheard there (UnheardTTLs), a failed
-// shortening pulls the validity back (PullDeadline), and Reprovision waits
-// out the restart delay (ProvDelay) and resets each node only if it holds
-// what was read (ProvConditional). Three rules the library does not have
-// close what the search finds in those (extend_test.go,
-// reprovision_test.go): a shortening pulls the validity back as it begins
-// (PullAtStart), the unheard calls are those of the Extend's start
-// (UnheardAtStart), and a reset also requires the run read (ProvSameRun).
+// TTL of the holder's extension calls unheard there (UnheardTTLs) when it
+// began (UnheardAtStart), a shortening pulls the validity back as it begins
+// (PullAtStart; PullDeadline, once it failed, was the first rule), and
+// Reprovision waits out the restart delay (ProvDelay) and resets each node
+// only if it holds what was read (ProvConditional), in the run it was read
+// in (ProvSameRun). The last three closed what the search found in the
+// first rules (extend_test.go, reprovision_test.go: NewPullOnFailure,
+// NewUnheardAtEnd, NewProvAnyRun).
 //
 // The search (explore.go) visits every interleaving of the enabled events
 // (events.go) within the bounds of a Config, breadth first (shortest

@@ -8,13 +8,14 @@ import (
 // Issue 32's first rule: an Extend counts each granted node for no longer
 // than the shortest TTL of the holder's extension calls unheard there
 // (UnheardTTLs). Searched in extendGround: the rule removed, the search
-// finds the issue's late shortening; with the rules fixed as the model
-// proposes (NewExtendFixed), nothing. The rules as the library has them
-// (New) fail twice over, in the same bounds: a shortening cuts its nodes
-// as soon as they run it, while the holder keeps its old validity until
-// the Extend returns (PullAtStart); and a late call heard while a later
-// extension runs is no longer counted, though it may have landed after
-// that extension's call (UnheardAtStart).
+// finds the issue's late shortening; with the library's rules (New),
+// nothing. The rule as it first landed (NewPullOnFailure, 467e4dd) fails
+// twice over, in the same bounds: a shortening cuts its nodes as soon as
+// they run it, while the holder kept its old validity until the Extend
+// returned (closed by PullAtStart); and a late call heard while a later
+// extension runs was no longer counted, though it may have landed after
+// that extension's call (closed by UnheardAtStart). Both are replayed on
+// real nodes in the root package (extend_unheard_test.go).
 
 // extendGround: c0 holds the lock (TTL 2 ticks) and extends twice, each
 // time for 2 ticks or 1 (a shortening), and may stop waiting for an
@@ -44,12 +45,12 @@ func TestExtendScript(t *testing.T) {
 	}
 }
 
-func TestExtendFixedFindsNothing(t *testing.T) {
+func TestExtendLibraryRulesFindNothing(t *testing.T) {
 	skipUnderRace(t)
-	res := search(t, "extensions", extendGround, NewExtendFixed)
+	res := search(t, "extensions", extendGround, New)
 	if res.Violation != nil {
-		logTrace(t, "VIOLATION of the fixed rules: "+res.Violation.String(), minimized(t, extendGround, NewExtendFixed, res))
-		t.Fatal("the fixed rules violate a property")
+		logTrace(t, "VIOLATION of the library's rules: "+res.Violation.String(), minimized(t, extendGround, New, res))
+		t.Fatal("the library's rules violate a property")
 	}
 	if !res.Complete {
 		t.Fatal("the search did not complete")
@@ -74,7 +75,7 @@ func wantLeaseBreak(t *testing.T, title string, cfg Config, rules Rules) []strin
 // TTL succeeds and sets the validity a long TTL ahead; the short call
 // lands late on a node of that majority and cuts it; c1 takes that node.
 func TestExtendWithoutUnheardTTLsIsCaught(t *testing.T) {
-	lines := wantLeaseBreak(t, "the late shortening", extendGround, NewExtendFixedNoUnheard)
+	lines := wantLeaseBreak(t, "the late shortening", extendGround, NewNoUnheard)
 	if !strings.Contains(strings.Join(lines, "\n"), "late: its round is over") {
 		t.Fatal("want the break to come from a late extension call")
 	}
@@ -97,41 +98,44 @@ var extendStory = []Event{
 }
 
 func TestExtendTheIssueStory(t *testing.T) {
-	v, n := run(extendGround, NewExtendFixedNoUnheard, extendStory)
+	v, n := run(extendGround, NewNoUnheard, extendStory)
 	if v == nil || v.Prop != PropLease {
 		t.Fatalf("without UnheardTTLs: want the story to replay to a lease violation, got %v", v)
 	}
-	logTrace(t, "the issue's story, without UnheardTTLs", Replay(extendGround, NewExtendFixedNoUnheard, extendStory[:n]))
-	for _, rules := range []Rules{New, NewExtendFixed} {
+	logTrace(t, "the issue's story, without UnheardTTLs", Replay(extendGround, NewNoUnheard, extendStory[:n]))
+	for _, rules := range []Rules{New, NewPullOnFailure} {
 		if v, _ := run(extendGround, rules, extendStory); v != nil {
 			t.Fatalf("%s: %v", rules.Name, v)
 		}
 	}
 	lines := Replay(extendGround, New, extendStory)
-	logTrace(t, "the same under the library's rule", lines[12:15])
+	logTrace(t, "the same under the library's rules", lines[12:15])
 }
 
-// The library (New): a shortening's call runs on n0 at once; the other
-// nodes are slow, so the Extend waits (up to the round's patience, which
-// the lock's TTL sets, not the shorter one), and the holder's validity is
-// the old one until it returns. n0's key expires by the shorter TTL, and
-// c1 takes n0 and a node c0 never held. The library pulls the validity
-// back only once the Extend has failed (pullDeadline); pulling it back as
-// a shortening begins (PullAtStart) closes this.
-func TestExtendLibraryShorteningInFlight(t *testing.T) {
-	lines := wantLeaseBreak(t, "a shortening in flight", extendGround, New)
+// The library at 467e4dd (NewPullOnFailure): a shortening's call runs on
+// n0 at once; the other nodes are slow, so the Extend waits (up to the
+// round's patience, which the lock's TTL sets, not the shorter one), and
+// the holder's validity is the old one until it returns. n0's key expires
+// by the shorter TTL, and c1 takes n0 and a node c0 never held. That code
+// pulled the validity back only once the Extend had failed; pulling it
+// back as a shortening begins (PullAtStart, the library now) closes this
+// (TestShorteningInFlightMovesUntilAtOnce replays it on real nodes).
+func TestExtendPullOnFailureIsCaught(t *testing.T) {
+	lines := wantLeaseBreak(t, "a shortening in flight", extendGround, NewPullOnFailure)
 	if strings.Contains(strings.Join(lines, "\n"), "fails") {
 		t.Fatal("want the break while the shortening runs, before it fails")
 	}
 }
 
-// The library with PullAtStart: a shortening's call to a node lands after
-// a later Extend's call there, and its reply comes back while that Extend
-// runs. When the Extend is decided the call is heard, so the node is
-// counted for the long TTL, though the short call cut it. Counting the
-// calls unheard when the Extend began (UnheardAtStart) closes this.
-func TestExtendLibraryHeardDuringTheExtension(t *testing.T) {
-	lines := wantLeaseBreak(t, "a late call heard during the next extension", extendGround, NewPullAtStart)
+// PullAtStart without UnheardAtStart (NewUnheardAtEnd): a shortening's
+// call to a node lands after a later Extend's call there, and its reply
+// comes back while that Extend runs. When the Extend is decided the call
+// is heard, so the node is counted for the long TTL, though the short call
+// cut it. Counting the calls unheard when the Extend began (UnheardAtStart,
+// the library now) closes this (TestLateCallHeardDuringALaterExtendStillCounts
+// replays it on real nodes).
+func TestExtendUnheardAtEndIsCaught(t *testing.T) {
+	lines := wantLeaseBreak(t, "a late call heard during the next extension", extendGround, NewUnheardAtEnd)
 	if !strings.Contains(strings.Join(lines, "\n"), "hears") {
 		t.Fatal("want the break to hear a late reply")
 	}
@@ -141,10 +145,10 @@ func TestExtendLibraryHeardDuringTheExtension(t *testing.T) {
 var extendDeep = []deepCase{
 	// extendGround without the reductions of unheard.go: 33,175,160
 	// states, 2.1 min.
-	{"extensions, no reduction", func() Config { c := extendGround; c.NoReduction = true; return c }(), NewExtendFixed, false},
+	{"extensions, no reduction", func() Config { c := extendGround; c.NoReduction = true; return c }(), New, false},
 	// Three extensions: 87,820,652 states, 6.5 min.
-	{"extensions, three", func() Config { c := extendGround; c.Extends = 3; return c }(), NewExtendFixed, false},
+	{"extensions, three", func() Config { c := extendGround; c.Extends = 3; return c }(), New, false},
 	// c1 tries the lock from t=0 too: 14,950,780 states, 47 s. (Both
 	// clients extending is beyond 150 million states.)
-	{"extensions, c1 from t=0", func() Config { c := extendGround; c.OthersFrom = 0; return c }(), NewExtendFixed, false},
+	{"extensions, c1 from t=0", func() Config { c := extendGround; c.OthersFrom = 0; return c }(), New, false},
 }

@@ -92,7 +92,7 @@ func envConfig() (Config, Rules, bool) {
 var allRules = func() map[string]Rules {
 	m := map[string]Rules{}
 	for _, r := range []Rules{Old, New, NewPrelude, NewWritesNotStamped, NewNoDelay, NewStaleReads,
-		NewPullAtStart, NewExtendFixed, NewExtendFixedNoUnheard, NewProvAtOnce, NewProvNoDelay, NewProvUnconditional, NewProvSameRun} {
+		NewPullOnFailure, NewUnheardAtEnd, NewNoUnheard, NewProvAtOnce, NewProvNoDelay, NewProvUnconditional, NewProvAnyRun} {
 		m[r.Name] = r
 	}
 	return m

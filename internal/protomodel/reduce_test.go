@@ -21,8 +21,8 @@ func TestReductionsChangeNoVerdict(t *testing.T) {
 		{"one client, two attempts", oneClient, New},
 		// The unheard calls' reductions (unheard.go): what each broken
 		// rule finds. The fixed rules' full search is the deep run's.
-		{"extensions", extendGround, NewExtendFixedNoUnheard},
-		{"extensions", extendGround, NewPullAtStart},
+		{"extensions", extendGround, NewNoUnheard},
+		{"extensions", extendGround, NewUnheardAtEnd},
 	} {
 		reduced := search(t, c.name, c.cfg, c.rules)
 		full := c.cfg

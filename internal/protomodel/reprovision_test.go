@@ -151,10 +151,12 @@ func TestReprovisionResetsConditionally(t *testing.T) {
 	}
 }
 
-// reset.lua compares the uuid, the id and the stamp: a node restarted
-// from a snapshot taken before c0 locked it holds all three as read, but
-// has lost c0's key and serves under another run (not intact). The reset
-// re-admits it at once. Found by the deep run's search; here written out.
+// reset.lua compared the uuid, the id and the stamp (NewProvAnyRun): a
+// node restarted from a snapshot taken before c0 locked it holds all three
+// as read, but has lost c0's key and serves under another run (not
+// intact). The reset re-admitted it at once. Found by the deep run's
+// search; here written out. reset.lua now also compares the run
+// (replication id) read (ProvSameRun, in New).
 var provRollbackCfg = Config{Clients: 2, Attempts: 1, Wipes: 1, WipeNoRestart: true, Saves: 1, Rollbacks: 1,
 	WipeNodes: 0b011, Reprovisions: 1, TTL: 1, MaxTime: 1}
 
@@ -174,13 +176,13 @@ var provRollbackTrace = []Event{
 }
 
 func TestReprovisionAfterARestartFromASnapshot(t *testing.T) {
-	v, n := run(provRollbackCfg, New, provRollbackTrace)
+	v, n := run(provRollbackCfg, NewProvAnyRun, provRollbackTrace)
 	if v == nil || v.Prop != PropLease {
-		t.Fatalf("New: want the trace to replay to a lease violation, got %v", v)
+		t.Fatalf("%s: want the trace to replay to a lease violation, got %v", NewProvAnyRun.Name, v)
 	}
-	logTrace(t, "reset.lua re-admits a node restarted from an older copy", Replay(provRollbackCfg, New, provRollbackTrace[:n]))
-	if v, _ := run(provRollbackCfg, NewProvSameRun, provRollbackTrace); v != nil {
-		t.Fatalf("%s: %v", NewProvSameRun.Name, v)
+	logTrace(t, "reset.lua re-admits a node restarted from an older copy", Replay(provRollbackCfg, NewProvAnyRun, provRollbackTrace[:n]))
+	if v, _ := run(provRollbackCfg, New, provRollbackTrace); v != nil {
+		t.Fatalf("New: %v", v)
 	}
 }
 
@@ -195,11 +197,12 @@ var provDeep = []deepCase{
 	// states, 14 s (TestReprovisionResetsConditionally's trace).
 	{"reprovision, two wipes", provTwoGround, NewProvUnconditional, true},
 	// A wipe of n0, a snapshot of n1 and a restart from it: reset.lua's
-	// condition (New) re-admits n1, found (Lease) after 4.1 million
-	// states, 7 s (TestReprovisionAfterARestartFromASnapshot's trace). The
-	// same bounds under NewProvSameRun are beyond 100 million states: its
-	// fix is shown on that trace only.
-	{"reprovision, a restart from a snapshot", provRollbackGround, New, true},
+	// condition without the run (NewProvAnyRun) re-admits n1, found
+	// (Lease) after 4.1 million states, 7 s
+	// (TestReprovisionAfterARestartFromASnapshot's trace). The same bounds
+	// under New are beyond 100 million states: its fix is shown on that
+	// trace only.
+	{"reprovision, a restart from a snapshot", provRollbackGround, NewProvAnyRun, true},
 }
 
 // provTwoGround is provGround with two wipes, of n0 and n1.

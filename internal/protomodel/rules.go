@@ -70,18 +70,20 @@ type Rules struct {
 // reprovisions).
 var Old = Rules{Name: "old", UptimeCounts: true, StampAge: true}
 
-// New is the fix: the delay runs from the loss stamp only, by the node's
-// clock and by the repairer's, the G values come from a round read after
-// it, and every repair write is conditional on the stamp. With it, the
-// rules of issue 32 as the library has them: an Extend counts the unheard
-// TTLs and a failed shortening pulls the validity back; Reprovision waits
-// out the delay and writes conditionally on what it read.
+// New is the library's rules: the delay runs from the loss stamp only, by
+// the node's clock and by the repairer's, the G values come from a round
+// read after it, and every repair write is conditional on the stamp. With
+// it, the rules of issue 32: an Extend counts each granted node for no
+// longer than the shortest TTL unheard there when it began, and a
+// shortening pulls the validity back as it begins; Reprovision waits out
+// the delay and resets a node only if it holds what was read, in the run
+// it was read in.
 var New = Rules{Name: "new", StampAge: true, RepairerClock: true, FreshReads: true, StampedWrites: true,
-	UnheardTTLs: true, PullDeadline: true, ProvDelay: true, ProvConditional: true}
+	UnheardTTLs: true, PullDeadline: true, PullAtStart: true, UnheardAtStart: true,
+	ProvDelay: true, ProvConditional: true, ProvSameRun: true}
 
 // NewPrelude is New whose repair writes also run the identity prelude.
-var NewPrelude = Rules{Name: "new+prelude", StampAge: true, RepairerClock: true, FreshReads: true,
-	StampedWrites: true, WritePrelude: true, UnheardTTLs: true, PullDeadline: true, ProvDelay: true, ProvConditional: true}
+var NewPrelude = variant(New, "new+prelude", func(r *Rules) { r.WritePrelude = true })
 
 // NewWritesNotStamped is New whose writes are conditional on the uuid only
 // (broken on purpose).
@@ -96,8 +98,8 @@ var NewNoDelay = Rules{Name: "new-no-delay", StampedWrites: true}
 // delays are checked on the target's read only.
 var NewStaleReads = Rules{Name: "new-stale-reads", StampAge: true, RepairerClock: true, StampedWrites: true}
 
-// The rules of issue 32 that the library does not have, and the broken
-// variants of the rules it has (extend_test.go, reprovision_test.go).
+// The rules of issue 32 before their last fixes, and the broken variants
+// of the rules the library has (extend_test.go, reprovision_test.go).
 
 // variant is r renamed, changed by f.
 func variant(r Rules, name string, f func(*Rules)) Rules {
@@ -106,22 +108,24 @@ func variant(r Rules, name string, f func(*Rules)) Rules {
 	return r
 }
 
-// NewPullAtStart is New whose shortening pulls the validity back as it
-// begins (a fix the library does not have: extend_test.go).
-var NewPullAtStart = variant(New, "new+pull-at-start", func(r *Rules) { r.PullAtStart = true })
+// NewPullOnFailure is the library at 467e4dd (broken, as the model found):
+// a shortening pulls the validity back only once it has failed, and the
+// unheard calls that cut a node are those still unheard when the Extend
+// is decided.
+var NewPullOnFailure = variant(New, "new-pull-on-failure", func(r *Rules) { r.PullAtStart, r.UnheardAtStart = false, false })
 
-// NewExtendFixed is NewPullAtStart whose unheard calls are those of when
-// the extension began (fixes the library does not have: extend_test.go).
-var NewExtendFixed = variant(NewPullAtStart, "new+extend-fixed", func(r *Rules) { r.UnheardAtStart = true })
+// NewUnheardAtEnd is New whose unheard calls are those still unheard when
+// the Extend is decided (broken on purpose).
+var NewUnheardAtEnd = variant(New, "new-unheard-at-end", func(r *Rules) { r.UnheardAtStart = false })
 
-// NewExtendFixedNoUnheard is NewExtendFixed without UnheardTTLs (broken on
-// purpose): the late shortening of issue 32.
-var NewExtendFixedNoUnheard = variant(NewExtendFixed, "new+extend-fixed-no-unheard", func(r *Rules) { r.UnheardTTLs = false })
+// NewNoUnheard is New without UnheardTTLs (broken on purpose): the late
+// shortening of issue 32.
+var NewNoUnheard = variant(New, "new-no-unheard", func(r *Rules) { r.UnheardTTLs = false })
 
 // NewProvAtOnce is New whose Reprovision neither waits nor writes
 // conditionally (broken on purpose: reset.lua and Reprovision before
 // issue 32).
-var NewProvAtOnce = variant(New, "new-prov-at-once", func(r *Rules) { r.ProvDelay, r.ProvConditional = false, false })
+var NewProvAtOnce = variant(New, "new-prov-at-once", func(r *Rules) { r.ProvDelay, r.ProvConditional, r.ProvSameRun = false, false, false })
 
 // NewProvNoDelay is New whose Reprovision does not wait (broken on
 // purpose); its resets stay conditional.
@@ -129,10 +133,11 @@ var NewProvNoDelay = variant(New, "new-prov-no-delay", func(r *Rules) { r.ProvDe
 
 // NewProvUnconditional is New whose Reprovision waits but resets each node
 // whatever it holds now (broken on purpose).
-var NewProvUnconditional = variant(New, "new-prov-unconditional", func(r *Rules) { r.ProvConditional = false })
+var NewProvUnconditional = variant(New, "new-prov-unconditional", func(r *Rules) { r.ProvConditional, r.ProvSameRun = false, false })
 
-// NewProvSameRun is New whose resets are also conditional on the run read.
-var NewProvSameRun = variant(New, "new+prov-same-run", func(r *Rules) { r.ProvSameRun = true })
+// NewProvAnyRun is New whose resets do not check the run read (broken on
+// purpose: reset.lua before 828f8b1).
+var NewProvAnyRun = variant(New, "new-prov-any-run", func(r *Rules) { r.ProvSameRun = false })
 
 // delayPassed tells whether repairer r, whose round of reads just
 // completed at global time now, may go on to write its target.
