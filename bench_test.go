@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,5 +43,42 @@ func benchLockUnlock(b *testing.B, n int, fenced bool) {
 		if err := l.Unlock(ctx); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkLockUnlockParallel measures TryLock+Unlock on distinct names
+// from 64 goroutines sharing one client over 5 nodes: the batched path.
+func BenchmarkLockUnlockParallel(b *testing.B) {
+	for _, fenced := range []bool{false, true} {
+		b.Run(fmt.Sprintf("fenced=%t", fenced), func(b *testing.B) {
+			cl := startCluster(b, 5)
+			opts := []redlock.Option{redlock.WithTTL(10 * time.Second), redlock.WithNodeTimeout(time.Second)}
+			if !fenced {
+				opts = append(opts, redlock.WithoutFencing())
+			}
+			c, err := redlock.New(cl.clients, opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			ctx := context.Background()
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				name := fmt.Sprintf("bench-%d", next.Add(1))
+				for pb.Next() {
+					l, err := c.TryLock(ctx, name)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if err := l.Unlock(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }

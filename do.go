@@ -12,7 +12,9 @@ import (
 // holding it, and releases it when fn returns.
 //
 // While fn runs, the lock is extended every TTL/3, TTL being the lock's
-// (For, or the client's; an Extend with For by fn changes it). If the lock cannot be
+// (For, or the client's; an Extend with For by fn changes it), or within
+// half the validity left when that is sooner (a shortening by fn that
+// failed pulls the validity back without changing the TTL). If the lock cannot be
 // kept, the context passed to fn is cancelled with ErrLockLost as its cause
 // (context.Cause): fn must stop touching the protected resource then. That
 // happens as soon as an extension fails and the validity left would not

@@ -110,10 +110,7 @@ func (l *Lease) moveDeadline(until time.Time, ttl time.Duration) bool {
 		return false // the old deadline fired, or is firing: Done is closed
 	}
 	if ttl != l.ttl {
-		select {
-		case l.ttlMoved <- struct{}{}:
-		default: // one pending is enough: the keep-alive reads the TTL
-		}
+		l.signalMoved()
 	}
 	l.until, l.ttl = until, ttl
 	l.timer = l.e.Clock.AfterFunc(l.doneIn(until, ttl), l.closeDone)
@@ -122,7 +119,8 @@ func (l *Lease) moveDeadline(until time.Time, ttl time.Duration) bool {
 
 // pullDeadline moves the validity end back to until, if that is earlier,
 // unless the lock already ended. The TTL last applied stays: the next
-// Extend re-applies it.
+// Extend re-applies it. The keep-alive is told: its next extension must
+// come before the nearer end.
 func (l *Lease) pullDeadline(until time.Time, ttl time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -131,6 +129,15 @@ func (l *Lease) pullDeadline(until time.Time, ttl time.Duration) {
 	}
 	l.until = until
 	l.timer = l.e.Clock.AfterFunc(l.doneIn(until, ttl), l.closeDone)
+	l.signalMoved()
+}
+
+// signalMoved tells Do's keep-alive that the TTL or the validity moved.
+func (l *Lease) signalMoved() {
+	select {
+	case l.ttlMoved <- struct{}{}:
+	default: // one pending is enough: the keep-alive reads both
+	}
 }
 
 // extendOp is Extend's call on one node, applying ls's TTL, recorded as

@@ -63,7 +63,8 @@ type Lease struct {
 	// one Extend at a time (see Extend): holds a token while one runs
 	extending chan struct{}
 	unheard   unheardCalls // the extension calls that may still land (unheard.go)
-	// signalled when an Extend changed the TTL: Do's keep-alive re-arms
+	// signalled when an Extend changed the TTL, or pulled the validity
+	// back: Do's keep-alive re-arms
 	ttlMoved chan struct{}
 
 	mu       sync.Mutex

@@ -11,7 +11,8 @@ import (
 )
 
 // KeepAlive is the watchdog of a lease held while a function runs (the
-// root package's Do): it extends l every TTL/3, with extend (the
+// root package's Do): it extends l every TTL/3 (sooner while the validity
+// is nearer than the TTL says: keepAliveEvery), with extend (the
 // primitive's Extend, which reports to the observer), until the returned
 // stop is called; stop waits for its goroutines to end. It cancels the function's context when
 // an extension fails and the remaining validity would not last until the
@@ -47,7 +48,7 @@ func (l *Lease) KeepAlive(ctx context.Context, cancel context.CancelCauseFunc, e
 // extendEvery is KeepAlive's extension loop.
 func (l *Lease) extendEvery(ctx context.Context, cancel context.CancelCauseFunc, quit <-chan struct{},
 	extend func(context.Context) error) {
-	interval := l.TTL() / 3
+	interval := l.keepAliveEvery()
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
@@ -57,17 +58,19 @@ func (l *Lease) extendEvery(ctx context.Context, cancel context.CancelCauseFunc,
 		case <-l.Done():
 			return // the watcher cancels
 		case <-l.ttlMoved:
-			// fn extended the lock to another TTL (For): a shorter one
-			// must not wait for the timer armed under the longer.
-			interval = l.TTL() / 3
+			// fn extended the lock to another TTL (For), or a shortening
+			// pulled the validity back: a nearer end must not wait for
+			// the timer armed under the longer.
+			interval = l.keepAliveEvery()
 			t.Reset(interval)
 			continue
 		case <-t.C:
 		}
 		err := extend(ctx)
 		if err == nil {
-			// fn may have extended the lock to another TTL (For).
-			interval = l.TTL() / 3
+			// fn may have extended the lock to another TTL (For), and
+			// an unheard shorter call may have cut this one (unheard.go).
+			interval = l.keepAliveEvery()
 			t.Reset(interval)
 			continue
 		}
@@ -81,4 +84,13 @@ func (l *Lease) extendEvery(ctx context.Context, cancel context.CancelCauseFunc,
 		}
 		t.Reset(interval) // Extend logged the failure
 	}
+}
+
+// keepAliveEvery is how long the keep-alive waits for its next extension:
+// TTL/3, or half the validity left if that is sooner. A shortening that
+// failed leaves the TTL as it was but the validity pulled back, and every
+// later extension cut by its unheard calls (unheard.go): extending by the
+// TTL's pace would let the lock end between two extensions.
+func (l *Lease) keepAliveEvery() time.Duration {
+	return max(min(l.TTL()/3, l.Remaining()/2), time.Millisecond)
 }

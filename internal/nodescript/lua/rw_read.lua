@@ -45,7 +45,10 @@ end
 if writerQueued() then return refused() end
 local purged = redis.pcall('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 if type(purged) == 'table' and purged.err then return wrongType(KEYS[6]) end
-redis.call('ZADD', KEYS[6], now + tonumber(ARGV[2]), ARGV[1])
+-- NX: a copy of this call that lands late (a resend, a paused node) must
+-- not reset an entry that an Extend has set since, as SET NX leaves a
+-- mutex's key alone.
+redis.call('ZADD', KEYS[6], 'NX', now + tonumber(ARGV[2]), ARGV[1])
 -- The set lives as long as its longest-lived entry.
 local last = redis.call('ZRANGE', KEYS[6], -1, -1, 'WITHSCORES')
 redis.call('PEXPIRE', KEYS[6], math.max(1, tonumber(last[2]) - now))
