@@ -46,7 +46,11 @@ func TestCloseWithBatchesInFlight(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Close once cycles are completing (not after a fixed time: on a busy
+	// machine the first ones can take longer than any fixed wait).
+	for deadline := time.Now().Add(30 * time.Second); ok.Load() == 0 && other.Load() == nil && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	c.Close()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()

@@ -161,6 +161,10 @@ var (
 	ErrNilOption = errors.New("redlock: nil option")
 	// ErrNilFunc: Do was given a nil function; it acquires nothing.
 	ErrNilFunc = errors.New("redlock: nil function")
+	// ErrCannotReenter: Reentrant was given to an acquisition that has no
+	// reentry (TryLockMulti, LockMulti, DoMulti, a semaphore's permits),
+	// wrapped with the call. Nothing is sent.
+	ErrCannotReenter = errors.New("redlock: Reentrant applies to TryLock, Lock, Do and the read-write lock's holds, not to this call")
 	// ErrNotForExtend: an option that applies to acquisitions only
 	// (Reentrant) was given to Extend, wrapped.
 	ErrNotForExtend = errors.New("redlock: option applies to an acquisition, not to Extend")
@@ -174,7 +178,9 @@ var (
 	ErrBadPermits = errors.New("redlock: a semaphore needs 1 to MaxPermits permits")
 	// ErrHeldByContext: a waiting Lock (or Do, RLock, a read-write
 	// lock's Lock) was asked through a context that already holds that
-	// lock, and would wait for itself. Pass Reentrant to reenter it.
+	// lock, and would wait for itself. Pass Reentrant to reenter it. A
+	// waiting multi-lock (LockMulti, DoMulti) asked through a context that
+	// holds one of its members fails so too; it cannot reenter.
 	ErrHeldByContext = errors.New("redlock: the lock is held through this context (Reentrant reenters it)")
 	// ErrUpgrade: a read hold of a read-write lock cannot become a write
 	// hold (RWLock.Upgrade, or a write hold asked through a context that
@@ -288,7 +294,9 @@ func (e *QuorumError) Error() string {
 	return b.String()
 }
 
-// Unwrap exposes Kind and Cause to errors.Is and errors.As.
+// Unwrap exposes Kind, Cause and the typed refusals of the nodes that
+// decided the Kind (a *PermitsError, a *WrongTypeError) to errors.Is and
+// errors.As.
 func (e *QuorumError) Unwrap() []error {
 	errs := make([]error, 0, 2)
 	if e.Kind != nil {
@@ -296,6 +304,23 @@ func (e *QuorumError) Unwrap() []error {
 	}
 	if e.Cause != nil {
 		errs = append(errs, e.Cause)
+	}
+	// The typed refusals that decided the Kind, so that errors.As reaches
+	// a *PermitsError or a *WrongTypeError on what the call returned. One
+	// of each type: the first node's (the nodes say the same).
+	var sawPermits, sawWrongType bool
+	for _, n := range e.Nodes {
+		var pe *PermitsError
+		var we *WrongTypeError
+		switch {
+		case n.Err == nil:
+		case !sawPermits && errors.As(n.Err, &pe):
+			sawPermits = true
+			errs = append(errs, pe)
+		case !sawWrongType && errors.As(n.Err, &we):
+			sawWrongType = true
+			errs = append(errs, we)
+		}
 	}
 	return errs
 }

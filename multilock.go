@@ -68,6 +68,9 @@ func (c *Client) TryLockMulti(ctx context.Context, names []string, opts ...LockO
 	if err != nil {
 		return nil, err
 	}
+	if err := noReentry(ls, "TryLockMulti"); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, &QuorumError{Op: "lock", Name: lease.MultiName(set), Cause: err}
 	}
@@ -105,6 +108,11 @@ func (c *Client) tryLockMulti(ctx context.Context, set []string, waiter string, 
 // nobody, and otherwise retries after the client's retry delay (after
 // short random delays when its attempt split the votes with another). A
 // multi-lock that gives up leaves every member's queue.
+//
+// Through a context that holds one of names (Lock.Context, Do's fn) it
+// fails at once with ErrHeldByContext, where it would wait for itself. A
+// multi-lock has no reentry: Reentrant is refused with ErrCannotReenter,
+// here and by TryLockMulti and DoMulti.
 func (c *Client) LockMulti(ctx context.Context, names []string, opts ...LockOption) (_ *MultiLock, err error) {
 	set, err := c.multiNames(names)
 	if err != nil {
@@ -112,6 +120,12 @@ func (c *Client) LockMulti(ctx context.Context, names []string, opts ...LockOpti
 	}
 	ls, err := c.leaseOf(c.defaultLease(), opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := noReentry(ls, "LockMulti"); err != nil {
+		return nil, err
+	}
+	if err := c.heldMember(ctx, set); err != nil {
 		return nil, err
 	}
 	var m *MultiLock

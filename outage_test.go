@@ -5,11 +5,13 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
 )
 
 // Lock gives up on an outage (issue 23, 2): replays on real nodes of what
@@ -224,4 +226,58 @@ func TestNewRefusesANegativeMaxOutage(t *testing.T) {
 		t.Fatalf("WithMaxOutage(0): %v", err)
 	}
 	c.Close()
+}
+
+// A semaphore's waiting Acquire gives up on an outage as Lock does (issue
+// 34): an attempt whose census of the slots finds too few nodes answering
+// is lost to the outage there, and does not go on to wait a second round
+// on the slots themselves. With 3 of 5 nodes paused and a bound of 2 s it
+// gave up after 10 s, where Lock gives up after 5 s: each attempt waited
+// out the census and then the take. What is asserted is the rounds sent,
+// not the time: after the first attempt (which tries a slot first, as an
+// uncontended Acquire does), no attempt sends its take once the census
+// went unanswered.
+func TestSemaphoreAcquireGivesUpOnAnOutageAsLockDoes(t *testing.T) {
+	cl := startCluster(t, 5)
+	var census, takes atomic.Int32
+	count := afterHook(func(_ context.Context, script string) {
+		switch {
+		case script == "census":
+			census.Add(1)
+		case strings.HasPrefix(script, "sem-acquire"):
+			takes.Add(1)
+		}
+	})
+	c := cl.hookedOn(t, map[int]redis.Hook{0: count},
+		redlock.WithMaxOutage(2*time.Second), redlock.WithTTL(time.Second), redlock.WithNodeTimeout(20*time.Millisecond))
+	s, err := c.Semaphore("outage-sem", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.pause(t, 1, 2, 3)
+	got := make(chan error, 1)
+	go func() {
+		p, err := s.AcquireN(context.Background(), 2)
+		if err == nil {
+			err = errors.Join(errors.New("test: AcquireN succeeded"), p.Release(context.Background()))
+		}
+		got <- err
+	}()
+	select {
+	case err = <-got:
+	case <-time.After(time.Minute):
+		c.Close()
+		t.Fatalf("AcquireN(context.Background()) still retrying after a minute: %v", <-got)
+	}
+	qe := quorumError(t, err)
+	if !errors.Is(err, redlock.ErrUnavailable) || qe.GaveUpAfter < 2*time.Second {
+		t.Fatalf("want ErrUnavailable, given up on the outage: %v", err)
+	}
+	t.Logf("AcquireN: %v; %d censuses, %d takes sent to node 0", err, census.Load(), takes.Load())
+	if census.Load() < 2 {
+		t.Fatalf("want several attempts within the bound, got %d censuses", census.Load())
+	}
+	if takes.Load() != 0 {
+		t.Errorf("%d takes sent after censuses that too few nodes answered: each attempt waited two rounds", takes.Load())
+	}
 }

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/quorumlock/redlock/internal/lease"
@@ -203,6 +204,27 @@ func (c *Client) reentry(ctx context.Context, name string, reentrant, wait bool)
 		}
 	}
 	return nil, nil
+}
+
+// noReentry refuses Reentrant for call, an acquisition that has no reentry.
+func noReentry(ls term, call string) error {
+	if ls.reentrant {
+		return fmt.Errorf("%w: given to %s", ErrCannotReenter, call)
+	}
+	return nil
+}
+
+// heldMember is ErrHeldByContext if ctx holds, through c, a live Lock of
+// one of names: a waiting multi-lock over them would wait for itself.
+func (c *Client) heldMember(ctx context.Context, names []string) error {
+	for h := heldIn[*Lock](ctx); h != nil; h = h.next {
+		l := h.lock.root()
+		if l.c != c || !slices.Contains(names, l.Name()) || l.l.Released() || isClosed(l.Done()) {
+			continue
+		}
+		return fmt.Errorf("%w: %q, a member of the multi-lock", ErrHeldByContext, l.Name())
+	}
+	return nil
 }
 
 // reenter adds a hold to l, the root: a handle of its own, on l's lease.

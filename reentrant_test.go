@@ -259,3 +259,92 @@ func TestNestedReentrantDo(t *testing.T) {
 		t.Errorf("held after the outer Do: %q", got)
 	}
 }
+
+// A waiting multi-lock asked through a context that holds one of its
+// members fails at once with ErrHeldByContext (issue 34): it used to wait
+// for its caller's own lock to expire (10 s), take the set, and leave the
+// outer Unlock to say ErrExpired. The outer lock is untouched.
+func TestLockMultiThroughAContextHoldingAMemberFailsAtOnce(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithTTL(10*time.Second))
+	ctx := context.Background()
+	outer, err := c.Lock(ctx, "hm-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := outer.Context(ctx)
+	wait, cancel := context.WithTimeout(held, 5*time.Second)
+	defer cancel()
+	if _, err := c.LockMulti(wait, []string{"hm-a", "hm-b"}); !errors.Is(err, redlock.ErrHeldByContext) {
+		t.Fatalf("LockMulti through the holder's context: %v, want ErrHeldByContext", err)
+	}
+	if wait.Err() != nil {
+		t.Fatal("LockMulti waited for its own member")
+	}
+	err = c.DoMulti(held, []string{"hm-b", "hm-a"}, func(context.Context, *redlock.MultiLock) error { return nil })
+	if !errors.Is(err, redlock.ErrHeldByContext) {
+		t.Fatalf("DoMulti through the holder's context: %v, want ErrHeldByContext", err)
+	}
+	// The other member was not left taken, and the outer lock is as it was.
+	if l, err := c.TryLock(ctx, "hm-b"); err != nil {
+		t.Fatalf("hm-b after the refusals: %v", err)
+	} else if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := outer.Unlock(ctx); err != nil {
+		t.Fatalf("outer Unlock: %v", err)
+	}
+	// Released, the context no longer holds it: LockMulti goes ahead.
+	m, err := c.LockMulti(held, []string{"hm-a", "hm-b"})
+	if err != nil {
+		t.Fatalf("LockMulti once the outer lock was released: %v", err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Reentrant given to an acquisition that has no reentry is a typed error,
+// before anything is sent (issue 34): it was accepted and ignored.
+func TestReentrantIsRefusedWhereItCannotApply(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t)
+	ctx := context.Background()
+	s, err := c.Semaphore("cr-sem", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]func() error{
+		"TryLockMulti": func() error { _, err := c.TryLockMulti(ctx, []string{"cr-a", "cr-b"}, redlock.Reentrant()); return err },
+		"LockMulti":    func() error { _, err := c.LockMulti(ctx, []string{"cr-a", "cr-b"}, redlock.Reentrant()); return err },
+		"DoMulti": func() error {
+			return c.DoMulti(ctx, []string{"cr-a"}, func(context.Context, *redlock.MultiLock) error { return nil }, redlock.Reentrant())
+		},
+		"TryAcquire": func() error { _, err := s.TryAcquire(ctx, redlock.Reentrant()); return err },
+		"Acquire":    func() error { _, err := s.Acquire(ctx, redlock.Reentrant()); return err },
+		"AcquireN":   func() error { _, err := s.AcquireN(ctx, 2, redlock.Reentrant()); return err },
+		"Do": func() error {
+			return s.Do(ctx, func(context.Context, *redlock.Permit) error { return nil }, redlock.Reentrant())
+		},
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, redlock.ErrCannotReenter) {
+			t.Errorf("%s with Reentrant: %v, want ErrCannotReenter", name, err)
+		}
+	}
+	// Nothing was taken.
+	m, err := c.TryLockMulti(ctx, []string{"cr-a", "cr-b"})
+	if err != nil {
+		t.Fatalf("the members after the refusals: %v", err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.TryAcquireN(ctx, 2)
+	if err != nil {
+		t.Fatalf("the permits after the refusals: %v", err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

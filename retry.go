@@ -66,6 +66,11 @@ func (c *Client) retry(ctx context.Context, name string, w watch, try func(waite
 		if errors.As(err, &qe) && qe.after != nil {
 			last = qe.after
 		}
+		if qe != nil && qe.Cause != nil && qe.Kind == nil && prev != nil {
+			// ctx ended this attempt before the nodes said anything: the
+			// last attempt they answered says why the call waited.
+			return prev.ended(ctx)
+		}
 		if err == nil || qe == nil || qe.Cause != nil || lease.Final(qe.Kind) {
 			return err
 		}

@@ -148,7 +148,12 @@ func (s *Semaphore) request(n int, opts []LockOption) (term, error) {
 	if n < 1 || n > s.permits {
 		return term{}, fmt.Errorf("%w: a request for %d of %d", ErrBadPermits, n, s.permits)
 	}
-	return s.c.leaseOf(s.c.defaultLease(), opts)
+	ls, err := s.c.leaseOf(s.c.defaultLease(), opts)
+	if err != nil {
+		return term{}, err
+	}
+	// A permit has no reentry: each acquisition takes permits of its own.
+	return ls, noReentry(ls, "a semaphore's acquisition")
 }
 
 // SetPermits stores permits as the semaphore's size on every node. It is

@@ -27,7 +27,11 @@ func (s *Semaphore) take(ctx context.Context, n int, ls term, waiter string, wai
 		if !retryable(err) {
 			return p, s.full(err)
 		}
-		for _, i := range s.freeSlots(ctx, first) {
+		free, cerr := s.freeSlots(ctx, first)
+		if cerr != nil {
+			return nil, cerr
+		}
+		for _, i := range free {
 			p, err2 := s.trySlots(ctx, []int{i}, ls, waiter, waited)
 			if !retryable(err2) {
 				return p, s.full(err2)
@@ -35,7 +39,14 @@ func (s *Semaphore) take(ctx context.Context, n int, ls term, waiter string, wai
 		}
 		return nil, s.full(err)
 	}
-	free := s.freeSlots(ctx, -1)
+	free, err := s.freeSlots(ctx, -1)
+	if err != nil {
+		// Too few nodes answered the census to grant anything: the
+		// attempt is lost to the outage, and WithMaxOutage counts it as
+		// one, not as two rounds of waiting (it gave up after 10 s, not
+		// Lock's 5 s, with a bound of 2 s and 3 of 5 nodes stopped).
+		return nil, err
+	}
 	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 	chosen := free[:min(n, len(free))]
 	// Too few look free: try anyway, on slots chosen at random, so that a
@@ -102,8 +113,10 @@ func (s *Semaphore) trySlots(ctx context.Context, slots []int, ls term, waiter s
 // still grant, from tried on: those held on at most N - majority of the
 // nodes that answered. (Counting the free ones among those that answered
 // would pass over a slot this client just released, its release still on
-// its way to one of them.) It returns none if too few nodes answered.
-func (s *Semaphore) freeSlots(ctx context.Context, tried int) []int {
+// its way to one of them.) It returns none if too few nodes granted the
+// read, and a *QuorumError if too few answered at all (Kind
+// ErrUnavailable) or ctx ended (Cause ctx's error).
+func (s *Semaphore) freeSlots(ctx context.Context, tried int) ([]int, error) {
 	c := s.c
 	keys := make([]any, s.permits)
 	for i := range keys {
@@ -126,8 +139,18 @@ func (s *Semaphore) freeSlots(ctx context.Context, tried int) []int {
 		}
 		return round.NodeGranted, 0, nil
 	}
-	if _, err := c.rounds.Run(ctx, round.Spec{Name: "census", Op: op}, (*round.Tally).Decided, nil); err != nil {
-		return nil
+	t, err := c.rounds.Run(ctx, round.Spec{Name: "census", Op: op}, (*round.Tally).Decided, nil)
+	switch {
+	case t == nil:
+		return nil, err // closed
+	case err != nil:
+		return nil, &QuorumError{Op: "lock", Name: s.name, Cause: err, Nodes: t.Snapshot()}
+	case t.Answered < t.Majority:
+		// Silent, not refusing (a node that answers with an error, a
+		// WRONGTYPE key say, leaves the attempt to say so).
+		return nil, &QuorumError{Op: "lock", Name: s.name, Kind: ErrUnavailable, Nodes: t.Snapshot()}
+	case !t.Won():
+		return nil, nil
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -138,7 +161,7 @@ func (s *Semaphore) freeSlots(ctx context.Context, tried int) []int {
 			out = append(out, i)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // line is the semaphore's line for requests of n permits. A waiter that

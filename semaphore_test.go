@@ -173,13 +173,10 @@ func TestSemaphoreSizeIsStoredAndChangedExplicitly(t *testing.T) {
 		}
 	}
 	_, err := semaphore(t, c, "k", 5).TryAcquire(ctx)
+	// errors.As reaches the nodes' *PermitsError on the returned error
+	// (issue 35: it was only in QuorumError.Nodes).
 	var pe *redlock.PermitsError
-	for _, r := range quorumError(t, err).Nodes {
-		if errors.As(r.Err, &pe) {
-			break
-		}
-	}
-	if !errors.Is(err, redlock.ErrPermits) || pe == nil || pe.Stored != 3 {
+	if !errors.Is(err, redlock.ErrPermits) || !errors.As(err, &pe) || pe.Stored != 3 {
 		t.Fatalf("a client with 5 permits where 3 are stored: %v, want ErrPermits naming 3", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)

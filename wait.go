@@ -125,6 +125,11 @@ func waitInLine[T any](ctx context.Context, c *Client, name string, ln line,
 		if errors.As(err, &qe) && qe.after != nil {
 			last = qe.after
 		}
+		if qe != nil && qe.Cause != nil && qe.Kind == nil && prev != nil {
+			// ctx ended this attempt before the nodes said anything: the
+			// last attempt they answered says why the call waited.
+			return none, prev.ended(ctx)
+		}
 		if err == nil || qe == nil || qe.Cause != nil || lease.Final(qe.Kind) {
 			return l, err
 		}

@@ -42,12 +42,10 @@ func TestWrongTypeErrorNamesTheKey(t *testing.T) {
 			opts = append(opts, redlock.WithoutFencing())
 		}
 		_, err := cl.newClient(t, opts...).TryLock(ctx, c.name)
+		// errors.As reaches the nodes' *WrongTypeError on the returned
+		// error (issue 35: it was only in QuorumError.Nodes).
 		var wte *redlock.WrongTypeError
-		for _, r := range quorumError(t, err).Nodes {
-			if errors.As(r.Err, &wte) {
-				break
-			}
-		}
+		errors.As(err, &wte)
 		switch {
 		case !errors.Is(err, redlock.ErrWrongType):
 			t.Errorf("%s: %v, want ErrWrongType", c.what, err)

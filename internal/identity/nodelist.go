@@ -114,7 +114,7 @@ func (d *Deployment) noVerdict(name string, err error) error {
 		return d.quorumError(&lease.Failure{Op: "lock", Name: name, Cause: err})
 	}
 	t := round.NewTally(len(d.nodes))
-	t.CutShort(err, d.rounds.Unreachable)
+	t.CutShort(err, d.rounds.Unreachable, 0)
 	return d.quorumError(&lease.Failure{Op: "lock", Name: name, Kind: kind.ErrUnavailable, Cause: err, Nodes: t.Results})
 }
 

@@ -122,7 +122,7 @@ func (l *Lease) Fail(t *round.Tally, ctxErr error, commit []round.NodeResult, wh
 		// Cut short by ctx: still say why the round was not won, except
 		// by refusals that may be this client's own (Failure.Ended).
 		if !t.Won() {
-			qe.Kind = classifyAcquire(t)
+			qe.Kind = classifyEnded(t, ctxErr, l.e.NodeTimeout)
 			if qe.Own && qe.Kind == kind.ErrLocked {
 				qe.Kind = nil
 			}

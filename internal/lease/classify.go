@@ -3,6 +3,7 @@ package lease
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/round"
@@ -108,7 +109,50 @@ func classifyAcquire(t *round.Tally) error {
 	if t.Granted()+t.Counts[round.NodeRefused]+permits >= t.Majority {
 		return kind.ErrLocked
 	}
+	// The round stopped waiting for the silent nodes because a node
+	// refused (GiveUpOnContention): they had not failed, the refusal
+	// decided. (On a busy machine a TryLock of a held lock said "too few
+	// nodes answered" with 1 refused, 1 timed out and 1 given up on.)
+	if r := t.Counts[round.NodeRefused]; r > 0 && t.Counts[round.NodeNoReply] > 0 &&
+		t.Granted()+r+permits+t.Counts[round.NodeNoReply] >= t.Majority {
+		return kind.ErrLocked
+	}
 	return kind.ErrUnavailable
+}
+
+// classifyEnded says why an attempt that ctx cut short was not won, from
+// what the nodes said before it ended: a kind no retry fixes; ErrLocked if
+// a node refused (the lock was held there); ErrUnavailable only if the
+// nodes that failed before ctx ended (not the ones cut short by it) leave
+// too few for a majority; else nil: ctx alone ended it, and the Cause says
+// so. (It used to say ErrUnavailable for every attempt cancelled before a
+// majority answered: code paging on ErrUnavailable fired on shutdowns.)
+func classifyEnded(t *round.Tally, ctxErr error, nodeTimeout time.Duration) error {
+	k := classifyAcquire(t)
+	if k != kind.ErrUnavailable {
+		return k
+	}
+	if t.Counts[round.NodeRefused] > 0 {
+		return kind.ErrLocked
+	}
+	if failedBefore(t, ctxErr, nodeTimeout) {
+		return kind.ErrUnavailable
+	}
+	return nil
+}
+
+// failedBefore: the nodes that failed before ctx ended (its error ctxErr)
+// leave too few for a majority. A node cut short by ctx failed if it had
+// been silent for a node timeout by then; one cut short sooner had not.
+func failedBefore(t *round.Tally, ctxErr error, nodeTimeout time.Duration) bool {
+	failed := 0
+	for _, r := range t.Results {
+		if (r.Outcome == round.NodeFailed || r.Outcome == round.NodeTimedOut) &&
+			(!errors.Is(r.Err, ctxErr) || r.Latency >= nodeTimeout) {
+			failed++
+		}
+	}
+	return t.N-failed < t.Majority
 }
 
 // BlockingKind returns the kind of the failures no retry can fix, when the

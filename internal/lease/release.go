@@ -73,8 +73,13 @@ func (l *Lease) release(ctx context.Context) ([]round.NodeResult, error) {
 		return nil, nil
 	}
 	qe := &Failure{Op: "unlock", Name: l.name, Kind: kind.ErrUnavailable, Cause: cause, Nodes: t.Snapshot()}
-	if t.RefusedByMajority() {
+	switch {
+	case t.RefusedByMajority():
 		qe.Kind = kind.ErrExpired
+	case cause != nil && !failedBefore(t, cause, e.NodeTimeout):
+		// ctx ended the wait before the nodes failed to answer: the
+		// Cause says so, and the release goes on (Detach).
+		qe.Kind = nil
 	}
 	if qe.Kind == kind.ErrExpired {
 		e.Log.Warn("redlock: lock had expired before unlock", "lock", l.name, "nodes", Summarize(qe.Nodes))

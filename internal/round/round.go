@@ -60,7 +60,7 @@ func (e *Engine) Run(ctx context.Context, s Spec, done func(*Tally) bool,
 	t := NewTally(len(e.nodes))
 	err = e.collect(ctx, replies, t, done, deadline, soon)
 	if err != nil {
-		t.CutShort(err, e.Unreachable)
+		t.CutShort(err, e.Unreachable, time.Since(deadline.Add(-e.timeout)))
 	}
 	return t, err
 }

@@ -69,9 +69,10 @@ func (t *Tally) timeOut(timeout time.Duration, unreachable func(int) error) {
 // CutShort gives up on every node that has not answered when the caller's
 // ctx ended (err) before the round was decided: NodeFailed with the cause
 // where unreachable knows why the node cannot be reached, else
-// NodeTimedOut with an Err that wraps err. So the error still names every
-// node's cause.
-func (t *Tally) CutShort(err error, unreachable func(int) error) {
+// NodeTimedOut with an Err that wraps err and, as its Latency, waited: how
+// long the round had run. So the error still names every node's cause,
+// and whether a node was silent for longer than a node timeout.
+func (t *Tally) CutShort(err error, unreachable func(int) error, waited time.Duration) {
 	silent := &noAnswerError{err}
 	for i := range t.Results {
 		if t.recorded[i] {
@@ -80,7 +81,7 @@ func (t *Tally) CutShort(err error, unreachable func(int) error) {
 		if cause := unreachable(i); cause != nil {
 			t.record(i, NodeFailed, cause, 0)
 		} else {
-			t.record(i, NodeTimedOut, silent, 0)
+			t.record(i, NodeTimedOut, silent, waited) // silent for as long as the round ran
 		}
 	}
 }
