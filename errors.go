@@ -305,21 +305,21 @@ func (e *QuorumError) Unwrap() []error {
 	if e.Cause != nil {
 		errs = append(errs, e.Cause)
 	}
-	// The typed refusals that decided the Kind, so that errors.As reaches
-	// a *PermitsError or a *WrongTypeError on what the call returned. One
-	// of each type: the first node's (the nodes say the same).
-	var sawPermits, sawWrongType bool
+	// The typed refusal that decided the Kind, so that errors.As reaches
+	// the *PermitsError of an ErrPermits, or the *WrongTypeError of an
+	// ErrWrongType, on what the call returned: the first node's (the nodes
+	// say the same). Only then: a minority that stores another size, in
+	// an outage or under contention, must not make errors.Is(err,
+	// ErrPermits) true.
 	for _, n := range e.Nodes {
 		var pe *PermitsError
 		var we *WrongTypeError
 		switch {
 		case n.Err == nil:
-		case !sawPermits && errors.As(n.Err, &pe):
-			sawPermits = true
-			errs = append(errs, pe)
-		case !sawWrongType && errors.As(n.Err, &we):
-			sawWrongType = true
-			errs = append(errs, we)
+		case e.Kind == ErrPermits && errors.As(n.Err, &pe):
+			return append(errs, pe)
+		case e.Kind == ErrWrongType && errors.As(n.Err, &we):
+			return append(errs, we)
 		}
 	}
 	return errs

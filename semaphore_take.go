@@ -144,7 +144,11 @@ func (s *Semaphore) freeSlots(ctx context.Context, tried int) ([]int, error) {
 	case t == nil:
 		return nil, err // closed
 	case err != nil:
-		return nil, &QuorumError{Op: "lock", Name: s.name, Cause: err, Nodes: t.Snapshot()}
+		qe := &QuorumError{Op: "lock", Name: s.name, Cause: err, Nodes: t.Snapshot()}
+		if lease.FailedBefore(t, err, c.cfg.nodeTimeout) {
+			qe.Kind = ErrUnavailable // silent for longer than a node timeout: not just ctx
+		}
+		return nil, qe
 	case t.Answered < t.Majority:
 		// Silent, not refusing (a node that answers with an error, a
 		// WRONGTYPE key say, leaves the attempt to say so).

@@ -33,7 +33,9 @@ At most K of a job at once, across hosts (a semaphore, docs/semaphore.md):
   redlock exec --permits K [--wait D] NAME -- CMD
 holds one of K permits of the semaphore NAME instead of the lock; CMD also gets REDLOCK_SLOT, and
 REDLOCK_NAME is the slot's name (NAME#<slot>), which is what to fence with REDLOCK_TOKEN. Every
-caller of NAME must give the same K (exit 78 otherwise). 73 then means all K permits are taken.
+caller of NAME must give the same K (exit 78 otherwise), at least 1. 73 then means all K permits
+are taken. With --name-per-tick the semaphore is NAME:<tick start>, and a permit is kept until it
+expires, as the tick's lock is: K hosts run each tick (give --hold-for and --ttl as for the lock).
 
 Cron on several hosts, exactly one run per tick (docs/operations.md, section 4):
   redlock exec --name-per-tick 1m --hold-for 30s --ttl 30s NAME -- CMD
@@ -102,8 +104,12 @@ func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 	if *holdFor < 0 {
 		return &exitError{2, errors.New("--hold-for must not be negative")}
 	}
-	if *permits != 0 && *perTick != 0 {
-		return &exitError{2, errors.New("--permits and --name-per-tick exclude each other")}
+	permitsSet := false
+	fs.Visit(func(f *flag.Flag) { permitsSet = permitsSet || f.Name == "permits" })
+	if permitsSet && *permits < 1 {
+		// 0 would silently take the plain lock, which no holder of a
+		// permit excludes.
+		return &exitError{2, fmt.Errorf("--permits must be at least 1, got %d (leave it out to take the lock)", *permits)}
 	}
 	clients, err := dialNodes(*nodesFlag)
 	if err != nil {
@@ -145,6 +151,9 @@ func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 	if err != nil {
 		if s, ok := context.Cause(ctx).(signalled); ok {
 			return &exitError{128 + int(s.sig), fmt.Errorf("waiting for %q: %w", name, s)}
+		}
+		if *permits != 0 && (errors.Is(err, redlock.ErrLocked) || errors.Is(err, redlock.ErrSuperseded)) {
+			return &exitError{73, fmt.Errorf("all %d permits of the semaphore %q are held elsewhere: %w", *permits, name, err)}
 		}
 		return acquireError(name, err)
 	}

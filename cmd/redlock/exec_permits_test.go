@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,6 +44,10 @@ func TestExecPermitsRunsAtMostKAtOnce(t *testing.T) {
 	err := run(context.Background(), []string{"exec", "--nodes", urls, "--ttl", "2s", "--permits", "2", "report", "--", "true"}, nil)
 	if code := exitCode(err); code != 73 {
 		t.Errorf("a third job while two hold the 2 permits: exit %d (%v), want 73", code, err)
+	} else if msg := err.Error(); !strings.Contains(msg, `all 2 permits of the semaphore "report"`) {
+		// issue 35: it said `"report" is held elsewhere`, naming neither
+		// the semaphore nor K.
+		t.Errorf("the busy message names neither the semaphore nor K: %v", err)
 	}
 	err = run(context.Background(), []string{"exec", "--nodes", urls, "--ttl", "2s", "--permits", "3", "report", "--", "true"}, nil)
 	if code := exitCode(err); code != 78 {
@@ -60,12 +65,31 @@ func TestExecPermitsRunsAtMostKAtOnce(t *testing.T) {
 	if string(a) == string(b) || len(a) < len("0 report#0 1") {
 		t.Errorf("the jobs' slots: %q and %q, want two different slots with their names and tokens", a, b)
 	}
-	err = run(context.Background(), []string{"exec", "--nodes", urls, "--permits", "2", "--name-per-tick", "1m", "report", "--", "true"}, nil)
-	if code := exitCode(err); code != 2 {
-		t.Errorf("--permits with --name-per-tick: exit %d (%v), want 2", code, err)
+	for _, k := range []string{"-1", "0"} { // 0 silently took the plain lock (issue 35)
+		err = run(context.Background(), []string{"exec", "--nodes", urls, "--permits", k, "report", "--", "true"}, nil)
+		if code := exitCode(err); code != 2 {
+			t.Errorf("--permits %s: exit %d (%v), want 2", k, code, err)
+		}
 	}
-	err = run(context.Background(), []string{"exec", "--nodes", urls, "--permits", "-1", "report", "--", "true"}, nil)
-	if code := exitCode(err); code != 2 {
-		t.Errorf("--permits -1: exit %d (%v), want 2", code, err)
+}
+
+// --permits with --name-per-tick: K runs in a tick, each keeping its
+// permit of the tick's semaphore until it expires (issue 35: the two flags
+// excluded each other).
+func TestExecPermitsPerTick(t *testing.T) {
+	_, urls := startNodes(t)
+	tick := []string{"exec", "--nodes", urls, "--ttl", "5s", "--permits", "2", "--name-per-tick", "1h", "nightly", "--", "true"}
+	var codes []int
+	began := time.Now().UTC().Truncate(time.Hour)
+	for range 3 {
+		codes = append(codes, exitCode(run(context.Background(), tick, nil)))
+	}
+	// The third of one tick finds both permits kept (unless the hour
+	// turned between the runs: then it had a tick of its own).
+	if codes[0] != 0 || codes[1] != 0 {
+		t.Fatalf("the first two runs of a tick exited %v, want 0, 0", codes[:2])
+	}
+	if sameTick := time.Now().UTC().Truncate(time.Hour).Equal(began); codes[2] != 73 && sameTick {
+		t.Errorf("a third run in the tick with --permits 2: exit %d, want 73", codes[2])
 	}
 }

@@ -109,14 +109,6 @@ func classifyAcquire(t *round.Tally) error {
 	if t.Granted()+t.Counts[round.NodeRefused]+permits >= t.Majority {
 		return kind.ErrLocked
 	}
-	// The round stopped waiting for the silent nodes because a node
-	// refused (GiveUpOnContention): they had not failed, the refusal
-	// decided. (On a busy machine a TryLock of a held lock said "too few
-	// nodes answered" with 1 refused, 1 timed out and 1 given up on.)
-	if r := t.Counts[round.NodeRefused]; r > 0 && t.Counts[round.NodeNoReply] > 0 &&
-		t.Granted()+r+permits+t.Counts[round.NodeNoReply] >= t.Majority {
-		return kind.ErrLocked
-	}
 	return kind.ErrUnavailable
 }
 
@@ -135,16 +127,16 @@ func classifyEnded(t *round.Tally, ctxErr error, nodeTimeout time.Duration) erro
 	if t.Counts[round.NodeRefused] > 0 {
 		return kind.ErrLocked
 	}
-	if failedBefore(t, ctxErr, nodeTimeout) {
+	if FailedBefore(t, ctxErr, nodeTimeout) {
 		return kind.ErrUnavailable
 	}
 	return nil
 }
 
-// failedBefore: the nodes that failed before ctx ended (its error ctxErr)
+// FailedBefore: the nodes that failed before ctx ended (its error ctxErr)
 // leave too few for a majority. A node cut short by ctx failed if it had
 // been silent for a node timeout by then; one cut short sooner had not.
-func failedBefore(t *round.Tally, ctxErr error, nodeTimeout time.Duration) bool {
+func FailedBefore(t *round.Tally, ctxErr error, nodeTimeout time.Duration) bool {
 	failed := 0
 	for _, r := range t.Results {
 		if (r.Outcome == round.NodeFailed || r.Outcome == round.NodeTimedOut) &&

@@ -76,7 +76,7 @@ func (l *Lease) release(ctx context.Context) ([]round.NodeResult, error) {
 	switch {
 	case t.RefusedByMajority():
 		qe.Kind = kind.ErrExpired
-	case cause != nil && !failedBefore(t, cause, e.NodeTimeout):
+	case cause != nil && !FailedBefore(t, cause, e.NodeTimeout):
 		// ctx ended the wait before the nodes failed to answer: the
 		// Cause says so, and the release goes on (Detach).
 		qe.Kind = nil

@@ -1,0 +1,157 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+)
+
+// An outage is not contention (issue 35; found by the adversarial review
+// of 4bbedef, whose classifyAcquire counted the nodes given up on for
+// contention as if they would have answered; that rule is gone): a
+// TryLock during an outage of 3 of 5 nodes (one full, two paused), with a
+// single stale key on one node, says ErrLocked: the two paused nodes, given
+// up on after a grace because a node refused, are counted as if they would
+// have answered. Nobody holds the lock on a majority, and no majority can
+// be reached. Before the commit it said ErrUnavailable; `redlock exec`
+// (TryLock, the cron mode) exited 73 ("held elsewhere: skipped run, not
+// an error for cron") instead of 69 ("alert on it, no host runs the job").
+func TestAMajorityOutageWithOneRefusalSaysUnavailable(t *testing.T) {
+	cl := startCluster(t, 5)
+	// A node timeout well above a loaded machine's replies, so that the
+	// round gives up on the silent nodes at GiveUpOnContention's grace
+	// (NodeNoReply), not at the node timeout.
+	c := cl.newClient(t, redlock.WithNodeTimeout(500*time.Millisecond))
+	bg := context.Background()
+	if l, err := c.TryLock(bg, "warm"); err != nil { // node list checked while all are up
+		t.Fatal(err)
+	} else if err := l.Unlock(bg); err != nil {
+		t.Fatal(err)
+	}
+	cl.holdAsStranger(t, "rk-outage", 1) // one node only: a leftover, not a holder
+	// Node 2 is full (OOM to every write: a node down for writes that
+	// answers at once); nodes 3 and 4 are paused.
+	for _, kv := range [][2]string{{"maxmemory-policy", "noeviction"}, {"maxmemory", "1"}} {
+		if err := cl.inspect[2].ConfigSet(bg, kv[0], kv[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { cl.inspect[2].ConfigSet(bg, "maxmemory", "0") })
+	cl.pause(t, 3, 4)
+	l, err := c.TryLock(bg, "rk-outage")
+	if err == nil {
+		_ = l.Unlock(bg)
+		t.Fatal("TryLock succeeded with 3 of 5 nodes out")
+	}
+	qe := quorumError(t, err)
+	t.Logf("TryLock: %v (outcomes %v)", err, countOutcomes(qe.Nodes))
+	if !errors.Is(err, redlock.ErrUnavailable) || errors.Is(err, redlock.ErrLocked) {
+		t.Errorf("3 of 5 nodes out, the key on 1 node only: want ErrUnavailable, got Kind %v", qe.Kind)
+	}
+}
+
+// A semaphore's census cut short by ctx in an outage says ErrUnavailable
+// (issue 35; found by the adversarial review of 4bbedef, whose census
+// error had no Kind: it skipped the FailedBefore test the lease path
+// makes). With 2 of 3 nodes paused for longer than many node
+// timeouts, TryLock(ctx) says ErrUnavailable, but TryAcquireN(ctx, 2) and
+// AcquireN(ctx, 2) (census first) say nothing but "context deadline
+// exceeded": a real outage reported without ErrUnavailable.
+func TestSemaphoreCensusCutByCtxInAnOutageSaysUnavailable(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t)
+	bg := context.Background()
+	s := must(c.Semaphore("rk-sem", 3))(t)
+	if p, err := s.AcquireN(bg, 2); err != nil { // node list checked, size stored
+		t.Fatal(err)
+	} else if err := p.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	cl.pause(t, 1, 2)
+	const wait = 700 * time.Millisecond // 14 node timeouts; the patience is 5 s
+	type call struct {
+		name string
+		run  func(ctx context.Context) error
+	}
+	calls := []call{
+		{"TryLock", func(ctx context.Context) error {
+			l, err := c.TryLock(ctx, "rk-sem-lock")
+			if err == nil {
+				_ = l.Unlock(bg)
+			}
+			return err
+		}},
+		{"TryAcquireN(2)", func(ctx context.Context) error {
+			p, err := s.TryAcquireN(ctx, 2)
+			if err == nil {
+				_ = p.Release(bg)
+			}
+			return err
+		}},
+		{"AcquireN(2)", func(ctx context.Context) error {
+			p, err := s.AcquireN(ctx, 2)
+			if err == nil {
+				_ = p.Release(bg)
+			}
+			return err
+		}},
+	}
+	for _, k := range calls {
+		ctx, cancel := context.WithTimeout(bg, wait)
+		err := k.run(ctx)
+		cancel()
+		if err == nil {
+			t.Fatalf("%s succeeded with 2 of 3 nodes paused", k.name)
+		}
+		qe := quorumError(t, err)
+		t.Logf("%s: %v", k.name, err)
+		if !errors.Is(err, redlock.ErrUnavailable) {
+			t.Errorf("%s: 2 of 3 nodes silent for %v: want ErrUnavailable, got Kind %v", k.name, wait, qe.Kind)
+		}
+	}
+}
+
+// An outage does not match ErrPermits (issue 35; found by the adversarial
+// review of 4bbedef, whose QuorumError.Unwrap exposed the first
+// *PermitsError of the nodes whatever the Kind; now only an ErrPermits
+// exposes it). One node of 3 stores another size (a SetPermits that missed
+// the others, which docs/semaphore.md counts as contention), the other two
+// are down: Kind is ErrUnavailable, and errors.Is(err, ErrPermits) was
+// true, so `redlock exec --permits` exited 78 ("fix the configuration")
+// instead of 69.
+func TestAnOutageDoesNotMatchErrPermits(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t)
+	bg := context.Background()
+	s := must(c.Semaphore("rk-permits", 3))(t)
+	if p, err := s.TryAcquire(bg); err != nil {
+		t.Fatal(err)
+	} else if err := p.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.inspect[0].Set(bg, "redlock:{rk-permits}:permits", 2, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 2} {
+		if err := cl.nodes[i].Kill(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := s.TryAcquire(bg)
+	if err == nil {
+		_ = p.Release(bg)
+		t.Fatal("TryAcquire succeeded with 2 of 3 nodes down")
+	}
+	qe := quorumError(t, err)
+	t.Logf("TryAcquire: %v", err)
+	if qe.Kind == redlock.ErrPermits {
+		t.Skip("Kind is ErrPermits: nothing to show")
+	}
+	if errors.Is(err, redlock.ErrPermits) {
+		t.Errorf("Kind %v (2 of 3 nodes down), yet errors.Is(err, ErrPermits) = true: "+
+			"a minority's size refusal reads as the configuration error", qe.Kind)
+	}
+}
