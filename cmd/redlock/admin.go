@@ -111,11 +111,11 @@ func runProvision(ctx context.Context, args []string, out io.Writer) error {
 			"before the deployment is reprovisioned; raise --max-wait, or run again: nothing was written)", err)}
 	}
 	if errors.Is(err, redlock.ErrAmnesia) {
-		return fmt.Errorf("%w\n(a minority not intact: `redlock repair --node I`, or wait for the clients' online repair; "+
-			"a majority lost: `redlock provision --reprovision-above T`, docs/operations.md \"A majority lost\")", err)
+		return &exitError{69, fmt.Errorf("%w\n(a minority not intact: `redlock repair --node I`, or wait for the clients' online repair; "+
+			"a majority lost: `redlock provision --reprovision-above T`, docs/operations.md \"A majority lost\")", err)}
 	}
 	if err != nil {
-		return err
+		return provisionError(err)
 	}
 	if *asJSON {
 		return json.NewEncoder(out).Encode(map[string]any{"node_ids": rep.IDs, "unchecked": uncheckedNodes(rep)})
@@ -266,6 +266,9 @@ func runRepair(ctx context.Context, args []string, out io.Writer) error {
 		return &exitError{69, fmt.Errorf("%w\n(bring the other nodes up; if a majority of them is not intact, no repair "+
 			"can help: docs/operations.md, \"A majority lost\")", err)}
 	}
+	if errors.Is(err, redlock.ErrWrongNodeList) {
+		return provisionError(err) // 78, as exec and provision
+	}
 	if err != nil {
 		return err
 	}
@@ -330,4 +333,19 @@ func adminClient(nodes, prefix string, timeout, ttl time.Duration) (*redlock.Cli
 		c.Close()
 		closeAll(clients)
 	}, nil
+}
+
+// provisionError gives a failed provision the exit codes exec gives the
+// same causes (docs/operations.md, "Exit codes"): 78 for a node list that
+// is not the deployment's, 69 for nodes that cannot be used, 1 otherwise.
+func provisionError(err error) error {
+	switch {
+	case errors.Is(err, redlock.ErrWrongNodeList):
+		return &exitError{78, fmt.Errorf("%w\n(--nodes must list each node of the deployment, once, as it was "+
+			"provisioned; a node of another deployment, or a list in another order, is refused)", err)}
+	case errors.Is(err, redlock.ErrUnavailable), errors.Is(err, redlock.ErrAuth),
+		errors.Is(err, redlock.ErrNoPermission), errors.Is(err, redlock.ErrFencingNode):
+		return &exitError{69, err}
+	}
+	return err
 }

@@ -168,3 +168,29 @@ func portOf(t *testing.T, addr string) string {
 	}
 	return port
 }
+
+// provision exits with exec's codes for the same causes (issue 35: it
+// exited 1 on a node list that was not the deployment's, where exec exits
+// 78): 78 for a list that mixes two deployments' nodes, 69 when no node
+// answers.
+func TestProvisionCommandExitCodes(t *testing.T) {
+	g, urls := startAOFNodes(t, 3)
+	_, other := startAOFNodes(t, 3)
+	for _, d := range [][]string{urls, other} {
+		if out, err := provision(t, d); err != nil {
+			t.Fatalf("provision: %v\n%s", err, out)
+		}
+	}
+	mixed := []string{urls[0], urls[1], other[2]}
+	if out, err := provision(t, mixed); exitCode(err) != 78 {
+		t.Errorf("provision over two deployments' nodes: exit %d (%v), want 78\n%s", exitCode(err), err, out)
+	}
+	for _, n := range g {
+		if err := n.Kill(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := provision(t, urls, "--timeout", "1s"); exitCode(err) != 69 {
+		t.Errorf("provision with every node down: exit %d (%v), want 69\n%s", exitCode(err), err, out)
+	}
+}
