@@ -22,7 +22,8 @@ func BenchmarkLockUnlock(b *testing.B) {
 	}
 }
 
-func benchLockUnlock(b *testing.B, n int, fenced bool) {
+// benchClient is a client over n new nodes, closed when b ends.
+func benchClient(b *testing.B, n int, fenced bool) *redlock.Client {
 	cl := startCluster(b, n)
 	opts := []redlock.Option{redlock.WithTTL(10 * time.Second), redlock.WithNodeTimeout(time.Second)}
 	if !fenced {
@@ -32,7 +33,12 @@ func benchLockUnlock(b *testing.B, n int, fenced bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+func benchLockUnlock(b *testing.B, n int, fenced bool) {
+	c := benchClient(b, n, fenced)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -51,16 +57,7 @@ func benchLockUnlock(b *testing.B, n int, fenced bool) {
 func BenchmarkLockUnlockParallel(b *testing.B) {
 	for _, fenced := range []bool{false, true} {
 		b.Run(fmt.Sprintf("fenced=%t", fenced), func(b *testing.B) {
-			cl := startCluster(b, 5)
-			opts := []redlock.Option{redlock.WithTTL(10 * time.Second), redlock.WithNodeTimeout(time.Second)}
-			if !fenced {
-				opts = append(opts, redlock.WithoutFencing())
-			}
-			c, err := redlock.New(cl.clients, opts...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
+			c := benchClient(b, 5, fenced)
 			ctx := context.Background()
 			var next atomic.Int64
 			b.ReportAllocs()

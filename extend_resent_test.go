@@ -159,26 +159,7 @@ func (h *review32Arm) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 //  4. B takes {n1, n2} about 1 s later, with ~2 s of A's validity left.
 func TestReview32RetriedShorteningLandsAfterALaterExtend(t *testing.T) {
 	cl := startCluster(t, 3)
-	wires := map[int]*review32Wire{}
-	hooks := map[int]*review32Arm{}
-	clients := make([]redis.UniversalClient, 3)
-	for i, n := range cl.nodes {
-		opt := &redis.Options{Addr: n.Addr(), ReadTimeout: 300 * time.Millisecond} // MaxRetries: default (3)
-		if i > 0 {
-			w := newReview32Wire(n.Addr())
-			w.log = t.Logf
-			wires[i] = w
-			opt.Dialer = w.dial
-			h := &review32Arm{w: w, script: "extend"}
-			hooks[i] = h
-			rc := redis.NewClient(opt)
-			rc.AddHook(h)
-			clients[i] = rc
-			t.Cleanup(w.open)
-			continue
-		}
-		clients[i] = redis.NewClient(opt)
-	}
+	clients, wires, hooks := delayedWires(t, cl, "extend")
 	a, err := redlock.New(clients, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -242,4 +223,33 @@ func TestReview32RetriedShorteningLandsAfterALaterExtend(t *testing.T) {
 	if left := l.Until().Sub(granted); left > 0 {
 		t.Fatalf("B was granted \"x\" while A still had %v of validity (A's first-attempt EVALSHA, re-sent by go-redis's MaxRetries and heard, landed after the 3 s Extend)", left.Round(time.Millisecond))
 	}
+}
+
+// delayedWires are go-redis clients to cl's nodes with a ReadTimeout of
+// 300 ms and go-redis's default retries: the ones to n1 and n2 dial
+// through a review32Wire that an armed hook (of script) can hold a copy
+// of a call on, so that go-redis resends it while the first is delayed.
+func delayedWires(t *testing.T, cl *cluster, script string) (clients []redis.UniversalClient, wires map[int]*review32Wire, hooks map[int]*review32Arm) {
+	t.Helper()
+	wires = map[int]*review32Wire{}
+	hooks = map[int]*review32Arm{}
+	clients = make([]redis.UniversalClient, len(cl.nodes))
+	for i, n := range cl.nodes {
+		opt := &redis.Options{Addr: n.Addr(), ReadTimeout: 300 * time.Millisecond} // MaxRetries: default (3)
+		if i > 0 {
+			w := newReview32Wire(n.Addr())
+			w.log = t.Logf
+			wires[i] = w
+			opt.Dialer = w.dial
+			h := &review32Arm{w: w, script: script}
+			hooks[i] = h
+			rc := redis.NewClient(opt)
+			rc.AddHook(h)
+			clients[i] = rc
+			t.Cleanup(w.open)
+			continue
+		}
+		clients[i] = redis.NewClient(opt)
+	}
+	return clients, wires, hooks
 }

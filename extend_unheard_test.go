@@ -120,6 +120,19 @@ var lateShorteningCases = map[string]lateShorteningCase{
 		}},
 }
 
+// grantB retries tc's conflicting grant for B for up to 5 s, while A's
+// keys expire, and returns when it was granted, or the last error.
+func (tc lateShorteningCase) grantB(ctx context.Context, b *redlock.Client, name string) (granted time.Time, err error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		granted, err = tc.takeB(ctx, b, name)
+		if err == nil || time.Now().After(deadline) {
+			return granted, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // must returns v once the test has checked err.
 func must[T any](v T, err error) func(t *testing.T) T {
 	return func(t *testing.T) T {
@@ -168,15 +181,7 @@ func TestLateShorteningDoesNotOutliveALaterExtend(t *testing.T) {
 			hold.open()
 			<-hold.landed
 			// n1's key now lives 400 ms from the landing; B waits for it.
-			var granted time.Time
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				granted, err = tc.takeB(ctx, b, name)
-				if err == nil || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			granted, err := tc.grantB(ctx, b, name)
 			if err != nil {
 				t.Fatalf("B was never granted, though n1 let the key go after 400 ms: %v", err)
 			}
@@ -244,16 +249,7 @@ func TestShorteningInFlightMovesUntilAtOnce(t *testing.T) {
 					t.Fatal("the shortening never ran on all three nodes")
 				}
 			}
-			var granted time.Time
-			var err error
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				granted, err = tc.takeB(ctx, b, name)
-				if err == nil || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			granted, err := tc.grantB(ctx, b, name)
 			until := l.Until()
 			open()
 			<-extended
@@ -345,15 +341,7 @@ func TestLateCallHeardDuringALaterExtendStillCounts(t *testing.T) {
 			default:
 				t.Fatal("the held call did not land during the second Extend")
 			}
-			var granted time.Time
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				granted, err = tc.takeB(ctx, b, name)
-				if err == nil || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			granted, err := tc.grantB(ctx, b, name)
 			if err != nil {
 				t.Fatalf("B was never granted, though n1 let the key go after 400 ms: %v", err)
 			}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/redis/go-redis/v9"
 )
 
 // A late copy of a read hold's acquisition leaves the entry an Extend has
@@ -31,26 +30,7 @@ import (
 //     read validity left.
 func TestReadAcquisitionLandingLateLeavesALaterExtendAlone(t *testing.T) {
 	cl := startCluster(t, 3)
-	wires := map[int]*review32Wire{}
-	hooks := map[int]*review32Arm{}
-	clients := make([]redis.UniversalClient, 3)
-	for i, n := range cl.nodes {
-		opt := &redis.Options{Addr: n.Addr(), ReadTimeout: 300 * time.Millisecond} // MaxRetries: default (3)
-		if i > 0 {
-			w := newReview32Wire(n.Addr())
-			w.log = t.Logf
-			wires[i] = w
-			opt.Dialer = w.dial
-			h := &review32Arm{w: w, script: "rw-read"}
-			hooks[i] = h
-			rc := redis.NewClient(opt)
-			rc.AddHook(h)
-			clients[i] = rc
-			t.Cleanup(w.open)
-			continue
-		}
-		clients[i] = redis.NewClient(opt)
-	}
+	clients, wires, hooks := delayedWires(t, cl, "rw-read")
 	a, err := redlock.New(clients, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
