@@ -115,3 +115,17 @@ func TestAdHoc(t *testing.T) {
 		}
 	}
 }
+
+// wantTraceBreaksOnlyWithout replays trace in cfg: under broken it must
+// end in a lease violation, logged under title; under New, in none.
+func wantTraceBreaksOnlyWithout(t *testing.T, cfg Config, broken Rules, trace []Event, title string) {
+	t.Helper()
+	v, n := run(cfg, broken, trace)
+	if v == nil || v.Prop != PropLease {
+		t.Fatalf("%s: want the trace to replay to a lease violation, got %v", broken.Name, v)
+	}
+	logTrace(t, title, Replay(cfg, broken, trace[:n]))
+	if v, _ := run(cfg, New, trace); v != nil {
+		t.Fatalf("New: %v", v)
+	}
+}

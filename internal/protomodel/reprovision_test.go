@@ -105,16 +105,9 @@ var provTwoTrace = []Event{
 }
 
 func TestReprovisionAfterAMajorityLost(t *testing.T) {
-	v, n := run(provTwoCfg, NewProvAtOnce, provTwoTrace)
-	if v == nil || v.Prop != PropLease {
-		t.Fatalf("%s: want the trace to replay to a lease violation, got %v", NewProvAtOnce.Name, v)
-	}
-	logTrace(t, "two nodes wiped, reprovisioned at once", Replay(provTwoCfg, NewProvAtOnce, provTwoTrace[:n]))
 	// With the delay, the reprovision reads again: its resets are not
 	// events of this trace.
-	if v, _ := run(provTwoCfg, New, provTwoTrace); v != nil {
-		t.Fatalf("New: %v", v)
-	}
+	wantTraceBreaksOnlyWithout(t, provTwoCfg, NewProvAtOnce, provTwoTrace, "two nodes wiped, reprovisioned at once")
 }
 
 // The conditional resets: n0 is lost at t=0; at t=1 the reprovision reads
@@ -139,16 +132,9 @@ var provCondTrace = []Event{
 }
 
 func TestReprovisionResetsConditionally(t *testing.T) {
-	v, n := run(provCondCfg, NewProvUnconditional, provCondTrace)
-	if v == nil || v.Prop != PropLease {
-		t.Fatalf("%s: want the trace to replay to a lease violation, got %v", NewProvUnconditional.Name, v)
-	}
-	logTrace(t, "a node wiped between the read and an unconditional reset", Replay(provCondCfg, NewProvUnconditional, provCondTrace[:n]))
 	// n1's reset is refused: c1's acquisition there finds it not intact,
 	// and its round 1 is not decided on n0 and n1.
-	if v, _ := run(provCondCfg, New, provCondTrace); v != nil {
-		t.Fatalf("New: %v", v)
-	}
+	wantTraceBreaksOnlyWithout(t, provCondCfg, NewProvUnconditional, provCondTrace, "a node wiped between the read and an unconditional reset")
 }
 
 // reset.lua compared the uuid, the id and the stamp (NewProvAnyRun): a
@@ -176,14 +162,7 @@ var provRollbackTrace = []Event{
 }
 
 func TestReprovisionAfterARestartFromASnapshot(t *testing.T) {
-	v, n := run(provRollbackCfg, NewProvAnyRun, provRollbackTrace)
-	if v == nil || v.Prop != PropLease {
-		t.Fatalf("%s: want the trace to replay to a lease violation, got %v", NewProvAnyRun.Name, v)
-	}
-	logTrace(t, "reset.lua re-admits a node restarted from an older copy", Replay(provRollbackCfg, NewProvAnyRun, provRollbackTrace[:n]))
-	if v, _ := run(provRollbackCfg, New, provRollbackTrace); v != nil {
-		t.Fatalf("New: %v", v)
-	}
+	wantTraceBreaksOnlyWithout(t, provRollbackCfg, NewProvAnyRun, provRollbackTrace, "reset.lua re-admits a node restarted from an older copy")
 }
 
 // provDeep are the deep run's searches of Reprovision (TestDeep).
