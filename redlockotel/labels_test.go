@@ -62,6 +62,7 @@ var labels = map[string]struct {
 	"ErrNilFunc":            {redlock.ErrNilFunc, "bad_input"},
 	"ErrPermits":            {redlock.ErrPermits, "permits"},
 	"ErrHeldByContext":      {redlock.ErrHeldByContext, "held_by_context"},
+	"ErrCannotReenter":      {redlock.ErrCannotReenter, "bad_input"},
 	"ErrUpgrade":            {redlock.ErrUpgrade, "upgrade"},
 	"ErrReadUnderWrite":     {redlock.ErrReadUnderWrite, "read_under_write"},
 	"ErrSpansSlots":         {redlock.ErrSpansSlots, "bad_config"},

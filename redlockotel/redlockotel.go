@@ -275,6 +275,7 @@ var resultLabels = []struct {
 	{redlock.ErrNilFunc, "bad_input"},
 	{redlock.ErrPermits, "permits"},
 	{redlock.ErrHeldByContext, "held_by_context"},
+	{redlock.ErrCannotReenter, "bad_input"},
 	{redlock.ErrUpgrade, "upgrade"},
 	{redlock.ErrReadUnderWrite, "read_under_write"},
 	{redlock.ErrSpansSlots, "bad_config"},
