@@ -1,19 +1,20 @@
 // Package batch carries one client's calls to one node: a call made while
-// MaxInFlight others are in flight to that node waits, with every other
-// call made meanwhile, and they go out together as one go-redis pipeline
-// when one of those returns. Redis answers a pipeline of n commands in about
-// one round trip, and with appendfsync always it syncs once for everything
-// one turn of its event loop wrote, so many goroutines' calls cost about
-// what one costs (rueidis calls this auto-pipelining).
+// another is in flight to that node waits, with every other call made
+// meanwhile, and they go out together as one go-redis pipeline when that one
+// returns. Redis answers a pipeline of n commands in about one round trip,
+// and with appendfsync always it syncs once for everything one turn of its
+// event loop wrote, so many goroutines' calls cost about what one costs
+// (rueidis calls this auto-pipelining).
 //
-// A call made while fewer are in flight goes out at once as a plain command,
-// as it would without the link: no timer, nothing added to the idle path.
-// More than one in flight keeps one call that is held up (a dial that
-// hangs, a reply lost until its timeout) from holding every other call to
-// its node behind it; batches form once they are all busy. The user's go-redis client
-// stays the transport (TLS, ACL, Sentinel, Cluster, their hooks: a batch of
-// more than one call runs their ProcessPipelineHook, a lone call their
-// ProcessHook).
+// A call made while nothing is in flight goes out at once as a plain
+// command, as it would without the link: no timer, nothing added to the
+// idle path. One call held up (a dial that hangs, a reply lost until its
+// timeout) must not hold every later call to its node behind it: once the
+// latest send has been out for its patience (a few of the node's recent
+// round trips), what queued goes out beside it, up to MaxInFlight sends at
+// once. The user's go-redis client stays the transport (TLS, ACL, Sentinel,
+// Cluster, their hooks: a batch of more than one call runs their
+// ProcessPipelineHook, a lone call their ProcessHook).
 package batch
 
 import (
@@ -30,8 +31,18 @@ import (
 const MaxBatch = 512
 
 // MaxInFlight is how many calls or batches a link has in flight to its
-// node at most.
+// node at most: one while the node answers in its usual time, more only
+// while those out are overdue.
 const MaxInFlight = 4
+
+// Patience bounds: a send is overdue once it has been out for
+// patienceRTTs of the node's smoothed round trip, and never sooner than
+// MinPatience (a loopback round trip is tens of microseconds; a scheduler's
+// hiccup on a busy machine is about a millisecond).
+const (
+	MinPatience  = time.Millisecond
+	patienceRTTs = 4
+)
 
 // Link is a node's go-redis client whose Do batches as the package doc
 // says. Every other method is the client's own.
@@ -40,8 +51,12 @@ type Link struct {
 	max int
 
 	mu       sync.Mutex
-	inFlight int     // calls and batches in flight
-	queue    []*call // what waits for the next batch, in order
+	inFlight int           // calls and batches in flight
+	lastSent time.Time     // when the latest of them left
+	rtt      time.Duration // smoothed round trip of what returned
+	queue    []*call       // what waits for the next batch, in order
+	overdue  *time.Timer   // armed while calls queue: sends them beside an overdue send
+	armed    bool
 	wg       sync.WaitGroup
 }
 
@@ -68,21 +83,25 @@ func NewLink(node redis.UniversalClient, max int) *Link {
 	return &Link{UniversalClient: node, max: max}
 }
 
-// Do sends one command: at once if fewer than MaxInFlight calls or batches
-// are in flight to the node, else in the next batch. If ctx ends while the call waits for its batch, it is
-// never sent; if it ends once the batch has left, Do returns at once and
-// the reply, when it comes, is dropped. Either way the Cmd's error is ctx's.
+// Do sends one command: at once if nothing is in flight to the node, or if
+// the latest send is overdue and fewer than MaxInFlight are out; else in the
+// next batch. If ctx ends while the call waits for its batch, it is never
+// sent; if it ends once the batch has left, Do returns at once and the
+// reply, when it comes, is dropped. Either way the Cmd's error is ctx's.
 func (l *Link) Do(ctx context.Context, args ...any) *redis.Cmd {
 	l.mu.Lock()
-	if l.inFlight < MaxInFlight {
+	now := time.Now()
+	if len(l.queue) == 0 && (l.inFlight == 0 || l.inFlight < MaxInFlight && now.Sub(l.lastSent) >= l.patience()) {
 		l.inFlight++
+		l.lastSent = now
 		l.mu.Unlock()
 		cmd := l.UniversalClient.Do(ctx, args...)
-		l.next()
+		l.returned(now)
 		return cmd
 	}
 	c := &call{ctx: ctx, cmd: redis.NewCmd(ctx, args...), done: make(chan struct{})}
 	l.queue = append(l.queue, c)
+	l.arm(now)
 	l.mu.Unlock()
 	select {
 	case <-c.done:
@@ -104,31 +123,102 @@ func (l *Link) Do(ctx context.Context, args ...any) *redis.Cmd {
 	}
 }
 
-// next sends what queued while the link was busy in the place of what
-// just returned, or frees that place.
-func (l *Link) next() {
+// patience is how long the latest send may be out before what queued
+// goes beside it. l.mu is held.
+func (l *Link) patience() time.Duration {
+	return max(MinPatience, patienceRTTs*l.rtt)
+}
+
+// returned learns the round trip of a send that left at start, then sends
+// what queued in its place, or frees its place. Only the latest send
+// teaches: one that others went beside was held up, and what went beside
+// it says how fast the node is. A send out longer than twice the patience
+// counts as that much, so a node that became slower raises the estimate in
+// a few steps and one lost reply cannot raise it far.
+func (l *Link) returned(start time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if start.Equal(l.lastSent) {
+		took := min(time.Since(start), 2*l.patience())
+		l.rtt += (took - l.rtt) / 8
+	}
 	if len(l.queue) == 0 {
 		l.inFlight--
 		return
 	}
+	if !start.Equal(l.lastSent) && time.Since(l.lastSent) < l.patience() {
+		// A later send is out and not overdue: it carries the queue when
+		// it returns, or the timer does if it is held up too. (Those out
+		// before the latest were overdue when it left: nothing goes beside
+		// a send that is not.)
+		l.inFlight--
+		l.arm(time.Now())
+		return
+	}
+	l.dispatch()
+}
+
+// arm makes sure the queue goes out beside the latest send once that send
+// is overdue, if nothing returns before. l.mu is held.
+func (l *Link) arm(now time.Time) {
+	if l.armed {
+		return
+	}
+	l.armed = true
+	wait := l.lastSent.Add(l.patience()).Sub(now)
+	if l.overdue == nil {
+		l.overdue = time.AfterFunc(wait, l.fire)
+		return
+	}
+	l.overdue.Reset(wait)
+}
+
+// fire runs when the latest send may be overdue: if it is and there is room
+// in flight, what queued goes beside it; if a later send left meanwhile,
+// the timer waits for that one instead.
+func (l *Link) fire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed = false
+	if len(l.queue) == 0 || l.inFlight >= MaxInFlight {
+		return // a return sends the queue, or nothing waits
+	}
+	if l.inFlight > 0 && time.Since(l.lastSent) < l.patience() {
+		l.arm(time.Now())
+		return
+	}
+	l.inFlight++
+	l.dispatch()
+}
+
+// dispatch sends the head of the queue as one batch in a place already
+// counted in inFlight, and arms the timer for what is left. l.mu is held.
+func (l *Link) dispatch() {
 	n := min(len(l.queue), l.max)
 	batch := l.queue[:n:n]
 	l.queue = l.queue[n:]
 	if len(l.queue) == 0 {
 		l.queue = nil // let the batch's array go with it
 	}
+	l.lastSent = time.Now()
 	l.wg.Add(1)
-	go l.send(batch)
+	go l.send(batch, l.lastSent)
+	switch {
+	case len(l.queue) > 0:
+		l.arm(l.lastSent)
+	case l.armed:
+		// Nothing waits: no wake-up while the node keeps up.
+		l.overdue.Stop()
+		l.armed = false
+	}
 }
 
 // send runs one batch as a pipeline, bounded by the latest deadline of its
 // calls (none if one has none: a release that must reach the node), and
 // goes on with the next.
-func (l *Link) send(batch []*call) {
+func (l *Link) send(batch []*call, start time.Time) {
 	defer l.wg.Done()
-	defer l.next()
+	defer l.returned(start)
 	live := batch[:0]
 	var deadline time.Time
 	bounded := true

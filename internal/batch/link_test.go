@@ -21,11 +21,11 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // busy is a script that keeps its node busy for about ARGV[1] ms (a loop
-// of 50,000 steps a millisecond, about right on these machines): the calls
+// of 100,000 steps a millisecond, about right on these machines): the calls
 // in flight while the test queues the next batch behind them. It reads no
 // clock: Valkey gives a script the time it began at throughout.
 const busy = `local n = 0
-for i = 1, tonumber(ARGV[1]) * 50000 do n = n + i % 7 end
+for i = 1, tonumber(ARGV[1]) * 100000 do n = n + i % 7 end
 return 1`
 
 // startNode starts one redis-server and returns a client to it, and the
@@ -47,7 +47,8 @@ func startNode(t *testing.T) (*node.Process, *redis.Client) {
 }
 
 // behindBusy fills l's places in flight with busy calls of ms each (the
-// node runs them one after another) and returns once they are in flight,
+// node runs them one after another), each made once the one before is
+// overdue so that it goes beside it, and returns once they are in flight,
 // with a channel closed when they have all returned: the calls made
 // meanwhile queue for a batch.
 func behindBusy(t *testing.T, l *batch.Link, ms int) <-chan struct{} {
@@ -60,10 +61,24 @@ func behindBusy(t *testing.T, l *batch.Link, ms int) <-chan struct{} {
 				t.Errorf("busy call: %v", err)
 			}
 		})
+		time.Sleep(5 * batch.MinPatience) // it reaches the node and is overdue
 	}
 	go func() { wg.Wait(); close(done) }()
-	time.Sleep(20 * time.Millisecond) // they reach the node; the calls after them queue
+	time.Sleep(20 * time.Millisecond)
 	return done
+}
+
+// waitQueued waits, for a second at most, until ok holds of the calls l
+// has queued.
+func waitQueued(t *testing.T, l *batch.Link, ok func(int) bool) {
+	t.Helper()
+	for range 10000 {
+		if ok(l.Queued()) {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	t.Fatalf("still %d calls queued after a second", l.Queued())
 }
 
 // Calls made while the link is busy go out as one pipeline, and each gets
@@ -117,18 +132,21 @@ func TestACancelledCallIsNotSentUnlessItsBatchLeft(t *testing.T) {
 		t.Fatalf("queued call cancelled: %v, want context.Canceled", err)
 	}
 	<-inFlight
-	// In flight: behind a busy call in the same batch, so it has left when ctx ends.
+	// In flight: a busy call and another in one batch, which leaves when
+	// the first busy call ahead of it returns, and is cancelled as soon as
+	// it has left.
 	inFlight = behindBusy(t, l, 100)
 	sent, cancelSent := context.WithCancel(ctx)
 	go func() { got <- l.Do(sent, "eval", busy, 0, 300).Err() }()
 	go func() { _ = l.Do(ctx, "incr", "sent").Err() }()
-	<-inFlight // the batch of the two calls leaves now
-	time.Sleep(50 * time.Millisecond)
+	waitQueued(t, l, func(n int) bool { return n == 2 })
+	waitQueued(t, l, func(n int) bool { return n == 0 }) // the batch left
 	start := time.Now()
 	cancelSent()
 	if err := <-got; !errors.Is(err, context.Canceled) || time.Since(start) > 100*time.Millisecond {
 		t.Fatalf("sent call cancelled: %v after %v, want context.Canceled at once", err, time.Since(start))
 	}
+	<-inFlight
 	l.Wait()
 	if n, _ := c.Get(ctx, "queued").Int(); n != 0 {
 		t.Errorf("the call cancelled before its batch left ran on the node (queued = %d)", n)
@@ -136,6 +154,43 @@ func TestACancelledCallIsNotSentUnlessItsBatchLeft(t *testing.T) {
 	if n, _ := c.Get(ctx, "sent").Int(); n != 1 {
 		t.Errorf("the batch that left did not run whole (sent = %d)", n)
 	}
+}
+
+// A call held up without holding its node (here a BLPOP that waits two
+// seconds for a list nobody fills) does not hold the calls after it: once
+// it is overdue they go out beside it, in batches, and all of them are
+// answered while it is still out.
+func TestAHeldUpCallDoesNotHoldTheCallsAfterIt(t *testing.T) {
+	_, c := startNode(t)
+	l := batch.NewLink(c, 0)
+	ctx := context.Background()
+	heldUp := make(chan error, 1)
+	go func() { heldUp <- l.Do(ctx, "blpop", "nobody-fills-this", 2).Err() }()
+	time.Sleep(20 * time.Millisecond) // it is out, and overdue
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if err := l.Do(ctx, "incr", "k").Err(); err != nil {
+					t.Errorf("a call after the held-up one: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-heldUp:
+		t.Fatalf("the calls after a held-up call waited for it (it returned %v first)", err)
+	default:
+	}
+	if n, _ := c.Get(ctx, "k").Int(); n != 400 {
+		t.Fatalf("k = %d after 400 INCRs", n)
+	}
+	if err := <-heldUp; !errors.Is(err, redis.Nil) {
+		t.Fatalf("the held-up call: %v, want redis.Nil at its timeout", err)
+	}
+	l.Wait()
 }
 
 // A paused node with 500 calls batched to it: each call ends at its own
