@@ -19,6 +19,8 @@ package batch
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,11 +38,14 @@ const MaxBatch = 512
 const MaxInFlight = 4
 
 // Patience bounds: a send is overdue once it has been out for
-// patienceRTTs of the node's smoothed round trip, and never sooner than
+// patienceRTTs of the node's smoothed round trip, never sooner than
 // MinPatience (a loopback round trip is tens of microseconds; a scheduler's
-// hiccup on a busy machine is about a millisecond).
+// hiccup on a busy machine is about a millisecond) and never later than
+// MaxPatience (well within a node timeout: a held-up call costs the calls
+// behind it at most that much).
 const (
 	MinPatience  = time.Millisecond
+	MaxPatience  = 20 * time.Millisecond
 	patienceRTTs = 4
 )
 
@@ -95,8 +100,11 @@ func (l *Link) Do(ctx context.Context, args ...any) *redis.Cmd {
 		l.inFlight++
 		l.lastSent = now
 		l.mu.Unlock()
-		cmd := l.UniversalClient.Do(ctx, args...)
-		l.returned(now)
+		var cmd *redis.Cmd
+		// Deferred: a client that panics (the caller recovers) must not
+		// keep its place in flight for ever.
+		defer func() { l.returned(now, cmd != nil && answered(cmd.Err())) }()
+		cmd = l.UniversalClient.Do(ctx, args...)
 		return cmd
 	}
 	c := &call{ctx: ctx, cmd: redis.NewCmd(ctx, args...), done: make(chan struct{})}
@@ -126,19 +134,31 @@ func (l *Link) Do(ctx context.Context, args ...any) *redis.Cmd {
 // patience is how long the latest send may be out before what queued
 // goes beside it. l.mu is held.
 func (l *Link) patience() time.Duration {
-	return max(MinPatience, patienceRTTs*l.rtt)
+	return min(MaxPatience, max(MinPatience, patienceRTTs*l.rtt))
+}
+
+// answered tells a reply (a value, nil, or the node's error) from a call
+// that got none: a timeout, a ctx that ended, a broken connection. Only a
+// reply says how fast the node answers; a call that timed out says how
+// long its caller waited.
+func answered(err error) bool {
+	var reply redis.Error
+	return err == nil || errors.Is(err, redis.Nil) || errors.As(err, &reply)
 }
 
 // returned learns the round trip of a send that left at start, then sends
-// what queued in its place, or frees its place. Only the latest send
-// teaches: one that others went beside was held up, and what went beside
-// it says how fast the node is. A send out longer than twice the patience
-// counts as that much, so a node that became slower raises the estimate in
-// a few steps and one lost reply cannot raise it far.
-func (l *Link) returned(start time.Time) {
+// what queued in its place, or frees its place. Only the latest send that
+// was answered teaches: one that others went beside was held up, and what
+// went beside it says how fast the node is; one that timed out says how
+// long its callers waited, and a run of them (a paused node, one call at a
+// time) would raise the patience to their timeout and let a held-up call
+// hold the rest again. A send out longer than twice the patience counts as
+// that much, so a node that became slower raises the estimate in a few
+// steps, up to MaxPatience.
+func (l *Link) returned(start time.Time, taught bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if start.Equal(l.lastSent) {
+	if taught && start.Equal(l.lastSent) {
 		took := min(time.Since(start), 2*l.patience())
 		l.rtt += (took - l.rtt) / 8
 	}
@@ -218,8 +238,24 @@ func (l *Link) dispatch() {
 // goes on with the next.
 func (l *Link) send(batch []*call, start time.Time) {
 	defer l.wg.Done()
-	defer l.returned(start)
+	taught := false
+	defer func() { l.returned(start, taught) }()
 	live := batch[:0]
+	defer func() {
+		// Nobody can recover a panic on this goroutine: a client that was
+		// never set up (a zero redis.Client{}) or a caller's UniversalClient
+		// that panics fails the calls of the batch instead.
+		if p := recover(); p != nil {
+			for _, c := range live {
+				select {
+				case <-c.done:
+				default:
+					c.cmd.SetErr(fmt.Errorf("%w: %v", ErrClientPanicked, p))
+					close(c.done)
+				}
+			}
+		}
+	}()
 	var deadline time.Time
 	bounded := true
 	for _, c := range batch {
@@ -240,6 +276,7 @@ func (l *Link) send(batch []*call, start time.Time) {
 		// Alone after all: as a plain command, as the first call goes.
 		c := live[0]
 		_ = l.UniversalClient.Process(c.ctx, c.cmd)
+		taught = answered(c.cmd.Err())
 		close(c.done)
 		return
 	}
@@ -254,6 +291,10 @@ func (l *Link) send(batch []*call, start time.Time) {
 		_ = pipe.Process(ctx, c.cmd)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own reply or error
+	taught = true
+	for _, c := range live {
+		taught = taught && answered(c.cmd.Err())
+	}
 	for _, c := range live {
 		close(c.done)
 	}
@@ -262,6 +303,10 @@ func (l *Link) send(batch []*call, start time.Time) {
 // Wait waits for the batches in flight to end. Calls made after Wait began
 // may start batches it does not wait for.
 func (l *Link) Wait() { l.wg.Wait() }
+
+// ErrClientPanicked is the error of the calls of a batch whose go-redis
+// client panicked.
+var ErrClientPanicked = errors.New("redlock: unusable node client")
 
 // NotSentError is the error of a call whose ctx ended while it waited for
 // its batch: it was never sent, so nothing of it can reach the node later.

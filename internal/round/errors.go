@@ -3,6 +3,8 @@ package round
 import (
 	"errors"
 	"fmt"
+
+	"github.com/quorumlock/redlock/internal/batch"
 )
 
 // The errors a round gives a node, or returns. The root package exports
@@ -10,6 +12,6 @@ import (
 var (
 	ErrNodeTimeout = errors.New("redlock: node did not answer within the node timeout")
 	ErrNodeHung    = fmt.Errorf("%w: not sent, the node has left earlier calls unanswered past the node timeout", ErrNodeTimeout)
-	ErrBadNode     = errors.New("redlock: unusable node client")
+	ErrBadNode     = batch.ErrClientPanicked
 	ErrClosed      = errors.New("redlock: client closed")
 )
