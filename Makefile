@@ -20,7 +20,7 @@ FIPS_SKIP   := ^(TestTokensAreUniqueAndFollowRealTime|$(CLIENT_SIDE))
 # The oldest Go the module declares (go.mod's go line): test-oldest-go builds with it.
 GO_MIN      := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps deps-valkey test test-valkey test-fips test-oldest-go ci demo chaos lint bench bench-quick model-deep clean
+.PHONY: all deps deps-valkey test test-valkey test-fips test-compat test-oldest-go ci demo chaos lint bench bench-quick model-deep clean
 
 all: lint test
 
@@ -68,6 +68,12 @@ test-valkey: deps-valkey
 test-fips: deps
 	GODEBUG=fips140=only $(GO) test -short -skip '$(FIPS_SKIP)' -count=1 -p 1 -timeout 20m $(NODE_PKGS)
 
+## test-compat: test-valkey and test-fips in one pass: the same packages against valkey-server with
+## the client in FIPS 140-only mode. The server's scripts and the client's algorithms are
+## independent, so one pass covers both at half the time (CI runs this one).
+test-compat: deps-valkey
+	REDLOCK_SERVER_BINARY=valkey-server GODEBUG=fips140=only $(GO) test -short -skip '$(VALKEY_SKIP)' -count=1 -p 1 -timeout 20m $(NODE_PKGS)
+
 ## test-oldest-go: build and vet every package with the oldest Go that go.mod declares
 ## (GOTOOLCHAIN fetches it through the module proxy), and run the fence's and scripts' tests.
 test-oldest-go: deps
@@ -77,7 +83,7 @@ test-oldest-go: deps
 	GOTOOLCHAIN=go$(GO_MIN) $(GO) test -count=1 -p 1 -timeout 10m ./fence ./internal/luascript
 
 ## ci: what .ci/run runs, in order.
-ci: lint test test-valkey test-fips test-oldest-go
+ci: lint test test-compat test-oldest-go
 
 ## demo: every chaos scenario, with and without fencing, a few seconds each, then the lock
 ## family's workloads (read-write lock, semaphore, multi-lock) under kills and pauses, a paused

@@ -3,10 +3,11 @@ package redlock
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,9 @@ type LockInfo struct {
 	// Held: one value (one acquisition) is on a majority of the nodes
 	// (N/2+1 of all of them, as a lock needs).
 	Held bool
+	// Holder is the value held on that majority: the holder's id
+	// (one per acquisition). "" when not held.
+	Holder string
 	// Remaining is how long a majority of the nodes will still hold that
 	// value by their TTLs, conservatively: the majority-th longest of
 	// their remaining TTLs, less the time Inspect took and the drift
@@ -63,7 +67,10 @@ type NodeLock struct {
 // and tells whether the name is held, for how much longer, and under which
 // token. It writes nothing, takes no lock and joins no queue: it is for
 // dashboards, runbooks and `redlock doctor`-like tools, not for deciding
-// to touch the protected resource.
+// to touch the protected resource. It reads the mutex of that name (Lock,
+// TryLock, Do, and a multi-lock's members): a read-write lock, a semaphore
+// and several names at once have their own (RWMutex.Inspect,
+// Semaphore.Inspect, InspectMulti), since their keys are not a mutex's.
 //
 // It is a snapshot of replies that arrived over a round trip, and may be
 // stale the moment it returns: the holder may unlock, extend, or lose the
@@ -90,11 +97,43 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 	if c.cfg.fencing {
 		keys = append(keys, lease.HighKey(key))
 	}
-	call := nodescript.NewCall(nodescript.Inspect, keys)
+	r, err := inspectRound(ctx, c, name, nodescript.NewCall(nodescript.Inspect, keys), parseInspect)
+	if r == nil {
+		return info, err
+	}
+	info.Nodes = make([]NodeLock, len(c.nodes))
+	for i, a := range r.answers {
+		a.Node, a.Err, a.Latency = i, r.errs[i], r.latency[i]
+		info.Nodes[i] = a
+	}
+	if err != nil {
+		return info, err
+	}
+	info.judge(r.majority, r.elapsed, c.cfg.driftOf)
+	return info, nil
+}
+
+// inspected is what one Inspect round gathered: each node's parsed answer
+// (the zero T where it gave none), its error (nil where it answered; a
+// silent node's is ErrNodeTimeout) and round trip.
+type inspected[T any] struct {
+	answers  []T
+	errs     []error
+	latency  []time.Duration
+	elapsed  time.Duration
+	majority int
+}
+
+// inspectRound runs call on every node, as Inspect describes: it waits for
+// every node, giving up on silent ones as a lock attempt does. With fewer
+// than a majority of answers it returns what it has and a *QuorumError (Op
+// "inspect", Kind ErrUnavailable, or ErrWrongType where a node holds
+// another type under a key); nil and the error if nothing was sent.
+func inspectRound[T any](ctx context.Context, c *Client, name string, call *nodescript.Call, parse func(*redis.Cmd) (T, error)) (*inspected[T], error) {
 	var mu sync.Mutex
-	answers := make([]NodeLock, len(c.nodes))
+	answers := make([]T, len(c.nodes))
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		a, err := parseInspect(call.Run(ctx, node))
+		a, err := parse(call.Run(ctx, node))
 		if err != nil {
 			return NodeFailed, 0, err
 		}
@@ -106,32 +145,46 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 	start := c.cfg.clock.Now()
 	t, err := c.rounds.Run(ctx, round.Spec{Name: "inspect", Op: op}, nil, nil)
 	if t == nil {
-		return info, err
+		return nil, err
 	}
-	elapsed := c.cfg.clock.Now().Sub(start)
+	r := &inspected[T]{
+		errs:     make([]error, len(c.nodes)),
+		latency:  make([]time.Duration, len(c.nodes)),
+		elapsed:  c.cfg.clock.Now().Sub(start),
+		majority: t.Majority,
+	}
+	// A late answer may still land in answers: copy what the round heard.
+	r.answers = make([]T, len(c.nodes))
 	mu.Lock()
 	defer mu.Unlock()
-	info.Nodes = make([]NodeLock, len(c.nodes))
-	for i, r := range t.Results {
-		n := NodeLock{Node: i, Err: r.Err, Latency: r.Latency}
+	for i, res := range t.Results {
+		r.latency[i] = res.Latency
 		switch {
-		case r.Outcome == NodeGranted:
-			n = answers[i]
-			n.Node, n.Latency = i, r.Latency
-		case n.Err == nil:
-			n.Err = ErrNodeTimeout
+		case res.Outcome == NodeGranted:
+			r.answers[i] = answers[i]
+		case res.Err == nil:
+			r.errs[i] = ErrNodeTimeout
+		default:
+			r.errs[i] = res.Err
 		}
-		info.Nodes[i] = n
 	}
 	if err != nil || !t.Won() {
 		qe := &QuorumError{Op: "inspect", Name: name, Kind: ErrUnavailable, Cause: err, Nodes: t.Snapshot()}
-		if kind := lease.BlockingKind(t); kind != nil {
+		wrong := 0
+		for _, e := range r.errs {
+			if errors.Is(e, ErrWrongType) {
+				wrong++
+			}
+		}
+		switch kind := lease.BlockingKind(t); {
+		case t.N-wrong < t.Majority:
+			qe.Kind = ErrWrongType // no majority can answer until the key is fixed
+		case kind != nil:
 			qe.Kind = kind
 		}
-		return info, qe
+		return r, qe
 	}
-	info.judge(t.Majority, elapsed, c.cfg.driftOf)
-	return info, nil
+	return r, nil
 }
 
 // judge fills in Held, Remaining and Token from the nodes' answers.
@@ -156,7 +209,7 @@ func (info *LockInfo) judge(majority int, elapsed time.Duration, driftOf func(ti
 		slices.Sort(ttls)
 		// The majority-th longest: that many nodes hold it at least so long.
 		agreed := ttls[len(ttls)-majority]
-		info.Held = true
+		info.Held, info.Holder = true, holder
 		info.Remaining = max(agreed-elapsed-driftOf(agreed), 0)
 		return
 	}
@@ -166,10 +219,7 @@ func (info *LockInfo) judge(majority int, elapsed time.Duration, driftOf func(ti
 func parseInspect(cmd *redis.Cmd) (NodeLock, error) {
 	v, err := cmd.Slice()
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "WRONGTYPE") {
-			return NodeLock{}, fmt.Errorf("%w: %w", ErrWrongType, err)
-		}
-		return NodeLock{}, err
+		return NodeLock{}, wrongTypeOf(err)
 	}
 	if len(v) != 3 {
 		return NodeLock{}, fmt.Errorf("redlock: unexpected reply %v", v)
@@ -182,4 +232,21 @@ func parseInspect(cmd *redis.Cmd) (NodeLock, error) {
 		n.TTL = time.Duration(pttl) * time.Millisecond
 	}
 	return n, nil
+}
+
+// MarshalJSON writes Err as its message (an error value has no JSON of
+// its own), for dashboards and `redlock inspect --json`.
+func (n NodeLock) MarshalJSON() ([]byte, error) {
+	type plain NodeLock
+	return json.Marshal(struct {
+		plain
+		Err string `json:",omitempty"`
+	}{plain(n), errText(n.Err)})
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -136,29 +136,37 @@ func TestInspectWithAMajoritySilentIsUnavailable(t *testing.T) {
 // that it calls no write command. (Read-only key access, %R~, is not
 // enough: EVAL declares its keys as written, whatever the script does.)
 var watcherACL = []any{"ACL", "SETUSER", "watcher", "on", ">secret", "resetkeys", "~redlock:*",
-	"-@all", "+@connection", "+eval", "+evalsha", "+get", "+pttl"}
+	"-@all", "+@connection", "+eval", "+evalsha", "+get", "+pttl", "+time", "+type", "+zcount", "+zscore", "+zrangebyscore"}
 
-func TestInspectAsAReadOnlyUser(t *testing.T) {
-	cl := startCluster(t, 3)
-	ctx := context.Background()
+// asWatcher creates the watcher user on every node and returns a lock
+// client logged in as it.
+func (cl *cluster) asWatcher(t *testing.T) *redlock.Client {
+	t.Helper()
 	var nodes []redis.UniversalClient
 	for i, in := range cl.inspect {
-		if err := in.Do(ctx, watcherACL...).Err(); err != nil {
+		if err := in.Do(context.Background(), watcherACL...).Err(); err != nil {
 			t.Fatalf("node %d: %v", i, err)
 		}
 		nodes = append(nodes, redis.NewClient(&redis.Options{Addr: cl.nodes[i].Addr(), Username: "watcher", Password: "secret"}))
 	}
 	t.Cleanup(func() { node.CloseClients(nodes) })
+	watcher, err := redlock.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { watcher.Close() })
+	return watcher
+}
+
+func TestInspectAsAReadOnlyUser(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	watcher := cl.asWatcher(t)
 	l, err := cl.newClient(t).TryLock(ctx, "watched")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Unlock(ctx)
-	watcher, err := redlock.New(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watcher.Close()
 	info, err := watcher.Inspect(ctx, "watched")
 	if err != nil || !info.Held || info.Token != l.Token() {
 		t.Fatalf("Inspect as a read-only user: %+v, %v", info, err)

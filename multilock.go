@@ -48,6 +48,14 @@ func (m *MultiLock) Done() <-chan struct{} { return m.l.Done() }
 // refuses every older holder of that member. It is 0 when fencing is off.
 func (m *MultiLock) Token() uint64 { return m.l.Token() }
 
+// ID returns the hold's id: the random value it holds on the nodes, one per
+// acquisition (a reentrant hold shares its outer hold's). Inspect shows it
+// as Holder: log it beside your process's identity, and an operator can
+// tell from Inspect which process holds a name. The scripts release and
+// extend only the value they are given, so keep it out of places others
+// who can reach the nodes could read it from.
+func (m *MultiLock) ID() string { return m.l.Value() }
+
 // TryLockMulti makes one attempt to take every one of names, as TryLock
 // does for one name: each node grants all of them or none, and the set is
 // held when a majority granted it. Its errors are TryLock's. names must

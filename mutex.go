@@ -57,6 +57,14 @@ func (l *Lock) Done() <-chan struct{} { return l.lease().Done() }
 // resource with every operation. It is 0 when fencing is off.
 func (l *Lock) Token() uint64 { return l.lease().Token() }
 
+// ID returns the hold's id: the random value it holds on the nodes, one per
+// acquisition (a reentrant hold shares its outer hold's). Inspect shows it
+// as Holder: log it beside your process's identity, and an operator can
+// tell from Inspect which process holds a name. The scripts release and
+// extend only the value they are given, so keep it out of places others
+// who can reach the nodes could read it from.
+func (l *Lock) ID() string { return l.lease().Value() }
+
 // TryLock makes one attempt to acquire the lock called name. It sends the
 // acquisition to every node at once and returns as soon as the outcome is
 // decided: a majority granted, or a majority can no longer grant.

@@ -41,6 +41,14 @@ func (p *Permit) Names() []string { return p.l.Names() }
 // holder of a slot once it has a newer one. 0 without fencing.
 func (p *Permit) Token() uint64 { return p.l.Token() }
 
+// ID returns the hold's id: the random value it holds on the nodes, one per
+// acquisition (a reentrant hold shares its outer hold's). Inspect shows it
+// as Holder: log it beside your process's identity, and an operator can
+// tell from Inspect which process holds a name. The scripts release and
+// extend only the value they are given, so keep it out of places others
+// who can reach the nodes could read it from.
+func (p *Permit) ID() string { return p.l.Value() }
+
 // Until is the end of the permit's validity, as Lock.Until.
 func (p *Permit) Until() time.Time { return p.l.Until() }
 

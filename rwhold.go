@@ -51,6 +51,14 @@ func (l *RWLock) Reading() bool { return l.root().reading.Load() }
 // themselves. A downgrade keeps the writer's token. 0 without fencing.
 func (l *RWLock) Token() uint64 { return l.lease().Token() }
 
+// ID returns the hold's id: the random value it holds on the nodes, one per
+// acquisition (a reentrant hold shares its outer hold's). Inspect shows it
+// as Holder: log it beside your process's identity, and an operator can
+// tell from Inspect which process holds a name. The scripts release and
+// extend only the value they are given, so keep it out of places others
+// who can reach the nodes could read it from.
+func (l *RWLock) ID() string { return l.lease().Value() }
+
 // Until is the end of the hold's validity, as Lock.Until.
 func (l *RWLock) Until() time.Time { return l.lease().Until() }
 

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -51,8 +50,7 @@ Flags:
 func runProvision(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("provision", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), provisionUsage); fs.PrintDefaults() }
-	nodesFlag := fs.String("nodes", os.Getenv("REDLOCK_NODES"), "comma-separated redis:// or rediss:// URLs (or REDLOCK_NODES)")
-	prefix := fs.String("key-prefix", "redlock", "the clients' key prefix")
+	nodesFlag, prefix := nodeFlags(fs)
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each node at each step (the command "+
 		"takes at most provisionSteps times that)")
 	asJSON := fs.Bool("json", false, "print the node ids as JSON")
@@ -216,8 +214,7 @@ Flags:
 func runRepair(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("repair", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), repairUsage); fs.PrintDefaults() }
-	nodesFlag := fs.String("nodes", os.Getenv("REDLOCK_NODES"), "comma-separated redis:// or rediss:// URLs (or REDLOCK_NODES)")
-	prefix := fs.String("key-prefix", "redlock", "the clients' key prefix")
+	nodesFlag, prefix := nodeFlags(fs)
 	idx := fs.Int("node", -1, "index in --nodes of the node to repair")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long one repair attempt may wait for the nodes")
 	now := fs.Bool("now", false, "repair without waiting out the delayed restart: only for a node on which no lock can be held")

@@ -4,6 +4,7 @@
 //	redlock doctor --nodes URLS [--json]                         preflight check of the nodes
 //	redlock provision --nodes URLS [--reprovision-above T]       give the nodes their fencing identity
 //	redlock repair --nodes URLS --node I [--wait | --now]        bring back a node whose fencing state is not intact
+//	redlock inspect --nodes URLS [--rw | --permits K] NAME...    what the nodes hold of a lock, read only
 //
 // The chaos harness and local development nodes live in their own command,
 // redlock-chaos: this binary is what operators install, and it links
@@ -44,6 +45,8 @@ const usage = `usage:
   redlock repair --node I    bring back a node that lost its data or was restarted or promoted;
                              it waits out the delayed restart (--wait, or --now); --adopt for
                              an emptied node (docs/operations.md, "Replacing a node")
+  redlock inspect NAME...    what the nodes hold of a lock, read only: holder, time left, token;
+                             --rw for a read-write lock, --permits K for a semaphore, --json
 
 Nodes: --nodes redis://[:PASSWORD@]HOST:PORT,rediss://... or REDLOCK_NODES; REDLOCK_PASSWORD
 for URLs without a password. Run "redlock COMMAND -h" for the flags and exit codes.
@@ -52,7 +55,8 @@ Exit codes: 0 success; 1 failure (doctor: a check failed); 2 bad flags, nodes or
 exec adds 73 (held elsewhere: skipped), 69 (no quorum, or not provisioned), 75 (lock lost while
 CMD ran, or found expired when released), 78 (--nodes is not the deployment's node list), 127 (CMD could not be started), 128+N (signal N ended exec before CMD started), and
 otherwise CMD's own code (128+N if signal N ended CMD); repair adds 75 (too soon: wait out the
-delayed restart) and 69 (no intact majority).
+delayed restart) and 69 (no intact majority); inspect adds 69 (too few nodes answered) and 78 (a key
+of another type).
 
 The chaos harness and local development nodes are a separate command: go run ./cmd/redlock-chaos.
 `
@@ -122,6 +126,8 @@ func dispatch(ctx context.Context, args []string, out io.Writer) error {
 		return runProvision(ctx, args[1:], out)
 	case len(args) >= 1 && args[0] == "repair":
 		return runRepair(ctx, args[1:], out)
+	case len(args) >= 1 && args[0] == "inspect":
+		return runInspect(ctx, args[1:], out)
 	case len(args) >= 1 && (args[0] == "chaos" || args[0] == "nodes"):
 		return &exitError{2, fmt.Errorf("%q moved to its own command: go run github.com/quorumlock/redlock/cmd/redlock-chaos %s", args[0], strings.Join(args, " "))}
 	case len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -28,4 +29,12 @@ func dialNodes(list string) ([]redis.UniversalClient, error) {
 		clients = append(clients, redis.NewClient(opt))
 	}
 	return clients, nil
+}
+
+// nodeFlags adds the flags every subcommand shares: --nodes and
+// --key-prefix.
+func nodeFlags(fs *flag.FlagSet) (nodes, prefix *string) {
+	nodes = fs.String("nodes", os.Getenv("REDLOCK_NODES"), "comma-separated redis:// or rediss:// URLs (or REDLOCK_NODES)")
+	prefix = fs.String("key-prefix", "redlock", "the clients' key prefix")
+	return nodes, prefix
 }

@@ -21,7 +21,7 @@ func (e *WrongTypeError) Error() string {
 	if e.Key == "" {
 		return fmt.Sprintf("redlock: a key of the lock holds a value of another type than a string (%v)", e.Err)
 	}
-	return fmt.Sprintf("redlock: key %s holds a %s, not a string: another application writes under the key "+
+	return fmt.Sprintf("redlock: key %s holds a %s, not the type the library keeps there: another application writes under the key "+
 		"prefix (WithKeyPrefix), or the key was written by hand", e.Key, e.Type)
 }
 
@@ -36,7 +36,7 @@ func (e *WrongTypeError) Unwrap() []error { return []error{ErrWrongType, e.Err} 
 func WrongType(err error) *WrongTypeError {
 	e := &WrongTypeError{Err: err}
 	msg, ok := strings.CutPrefix(err.Error(), "WRONGTYPE key ")
-	end := strings.LastIndex(msg, ", not a string")
+	end := strings.LastIndex(msg, ", not a ") // a string; the family's Inspect: a sorted set
 	if !ok || end < 0 {
 		return e
 	}

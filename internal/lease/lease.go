@@ -25,6 +25,7 @@ type Lease struct {
 	name    string
 	names   []string  // what settling is kept under: name, or a multi-lock's members (Request.Names)
 	name1   [1]string // names for one name, without an allocation
+	value   string    // the random value the lease holds on the nodes
 	shape   Shape     // what the primitive puts on each node for this lease's random value
 	mutex   mutex     // the mutex's shape, when it is one: kept here, it costs no allocation
 	term    Term      // the acquisition's TTL (For, or the client's)
@@ -100,6 +101,7 @@ func (e *Engine) initLease(l *Lease, r Request) {
 	for i := range n {
 		l.acqDone[i] = make(chan struct{})
 	}
+	l.value = value
 	l.shape = r.Shape(l, r.Prefix, r.Name, value)
 }
 
@@ -119,6 +121,9 @@ func (l *Lease) Name() string { return l.name }
 // Names are the lock names whose keys the lease holds: its name, or a
 // multi-lock's members (Request.Names).
 func (l *Lease) Names() []string { return slices.Clone(l.names) }
+
+// Value is the lease's random value on the nodes.
+func (l *Lease) Value() string { return l.value }
 
 // Shape is what the primitive put on each node for this lease.
 func (l *Lease) Shape() Shape { return l.shape }

@@ -28,12 +28,16 @@ func RWKey(prefix, name string) string {
 // writer's key is key.
 func ReadersKey(key string) string { return key + ":readers" }
 
+// ReadHighKey is HR, the largest reader token committed, of the read-write
+// lock whose writer's key is key.
+func ReadHighKey(key string) string { return key + ":fence:read" }
+
 // RW is the shape of a read (reader) or write lease on the read-write lock
 // of the Request's Name.
 func RW(reader bool) func(l *Lease, prefix, name, value string) Shape {
 	return func(l *Lease, prefix, name, value string) Shape {
 		key := RWKey(prefix, name)
-		s := &rw{reader: reader, readers: ReadersKey(key), hr: key + ":fence:read"}
+		s := &rw{reader: reader, readers: ReadersKey(key), hr: ReadHighKey(key)}
 		s.initKey(key, value)
 		return s
 	}

@@ -167,3 +167,26 @@ var (
 	yieldSource string
 	Yield       = luascript.New(yieldSource)
 )
+
+// The family's Inspect scripts (inspect_family.go), read only as Inspect
+// is: a multi-lock's members or any set of lock names (InspectMulti), a
+// read-write lock (RWInspect), a semaphore (SemInspect).
+var (
+	//go:embed lua/inspect_keys.lua
+	inspectKeysPrelude string
+	//go:embed lua/inspect_multi.lua
+	inspectMultiBody string
+	//go:embed lua/rw_inspect.lua
+	rwInspectBody string
+	//go:embed lua/sem_inspect.lua
+	semInspectBody string
+
+	InspectMulti = luascript.New(noWrites + inspectKeysPrelude + inspectMultiBody)
+	RWInspect    = luascript.New(noWrites + inspectKeysPrelude + rwInspectBody)
+	SemInspect   = luascript.New(noWrites + inspectKeysPrelude + semInspectBody)
+)
+
+// noWrites is the shebang that flags a script read only (Redis 7.0 and
+// later): it then runs on read-only replicas, under read-only ACLs and
+// while the node is out of memory.
+const noWrites = "#!lua flags=no-writes\n"

@@ -9,7 +9,7 @@
 -- Returns {value or '', PTTL of the lock key in ms (-2: no key), H or '0'}.
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'table' and v.err then
-  return redis.error_reply('WRONGTYPE lock key holds a non-string value')
+  return redis.error_reply('WRONGTYPE key ' .. KEYS[1] .. ' holds a ' .. redis.call('TYPE', KEYS[1])['ok'] .. ', not a string')
 end
 local h = '0'
 if #KEYS > 1 then
