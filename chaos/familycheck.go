@@ -3,6 +3,7 @@ package chaos
 import (
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -18,6 +19,12 @@ func CheckFamily(h *History) Findings {
 		byResource[x.Resource] = append(byResource[x.Resource], x)
 	}
 	var f Findings
+	// A multi-lock records one hold per member, so one overlap of two
+	// multi-locks is found on each member they share: list it once,
+	// naming the members.
+	type finding struct{ check, detail string }
+	var order []finding
+	where := map[finding][]string{}
 	for _, r := range slices.Sorted(maps.Keys(byResource)) {
 		sub := &History{Scenario: h.Scenario, Fenced: h.Fenced, TTL: h.TTL, Length: h.Length,
 			Holds: byResource[r], Final: h.Finals[r]}
@@ -28,7 +35,22 @@ func CheckFamily(h *History) Findings {
 		}
 		g := Check(sub)
 		g.StaleReads = checkStaleReads(sub, g.addViolation)
+		for _, v := range g.Violations {
+			k := finding{v.Check, v.Detail}
+			if where[k] == nil {
+				order = append(order, k)
+			}
+			where[k] = append(where[k], r)
+		}
+		g.Violations = nil
 		f.merge(g)
+	}
+	for _, k := range order {
+		if rs := where[k]; len(rs) == 1 && rs[0] == "" {
+			f.addViolation(k.check, "%s", k.detail)
+		} else {
+			f.addViolation(k.check, "on %s: %s", strings.Join(rs, ", "), k.detail)
+		}
 	}
 	if h.Permits > 0 {
 		f.OverPermits = checkPermits(h, f.addViolation)

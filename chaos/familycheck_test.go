@@ -66,3 +66,42 @@ func TestFamilyCheckersCatchTheirViolations(t *testing.T) {
 		}
 	}
 }
+
+// Two multi-locks that overlap on both their members are one finding,
+// naming the members (issue 35: it was listed once per member, naming
+// none), and the timeline paints only holds that exclude each other:
+// readers together, different slots and disjoint members stay green.
+func TestFamilyFindingsNameTheMemberAndTheTimelinePaintsOnlyConflicts(t *testing.T) {
+	h := &History{Fenced: true, Finals: map[string]int64{"a": 1, "b": 1}}
+	for _, res := range []string{"a", "b"} {
+		x, y := hold(0, 10, 50, 5, nil), hold(1, 20, 60, 6, nil)
+		x.Resource, y.Resource = res, res
+		h.Holds = append(h.Holds, x, y)
+	}
+	f := CheckFamily(h)
+	leases := 0
+	for _, v := range f.Violations {
+		if v.Check == CheckLease {
+			leases++
+			if !strings.Contains(v.Detail, "on a, b: ") {
+				t.Errorf("the finding does not name both members: %q", v.Detail)
+			}
+		}
+	}
+	if leases != 1 {
+		t.Errorf("%d lease findings for one overlap of two multi-locks on two members, want 1: %v", leases, f.Violations)
+	}
+
+	legal := []Hold{hold(0, 10, 50, 5, nil), hold(1, 20, 60, 6, nil), hold(2, 20, 60, 7, nil), hold(3, 20, 60, 8, nil)}
+	legal[0].Resource, legal[0].Reader = "doc", true
+	legal[1].Resource, legal[1].Reader = "doc", true
+	legal[2].Resource = "s#0"
+	legal[3].Resource = "s#1"
+	if c := conflicting(legal); len(c) != 0 {
+		t.Errorf("legal concurrency painted as overlapping: %v", c)
+	}
+	legal[1].Reader = false // a writer beside a reader
+	if c := conflicting(legal); !c[0] || !c[1] || c[2] || c[3] {
+		t.Errorf("a writer beside a reader: painted %v, want holds 0 and 1", c)
+	}
+}

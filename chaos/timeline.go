@@ -83,15 +83,7 @@ func timeline(r *Result) string {
 	for i := range workers {
 		fmt.Fprintf(&b, `<text x="4" y="%d">worker %d</text>`, top+i*rowH+16, i)
 	}
-	overlapping := map[int]bool{}
-	for i := range h.Holds {
-		for j := range h.Holds {
-			a, c := h.Holds[i], h.Holds[j]
-			if i != j && a.Grant < c.End && c.Grant < a.End {
-				overlapping[i] = true
-			}
-		}
-	}
+	overlapping := conflicting(h.Holds)
 	stale := staleWrites(h)
 	for i, hold := range h.Holds {
 		y := top + hold.Worker*rowH + 4
@@ -209,4 +201,27 @@ func short(f Fault) string {
 		s = string([]rune(s)[:28]) + "…"
 	}
 	return s
+}
+
+// conflicting marks the holds that overlap in time a hold they exclude:
+// one on the same resource (a mutex's name, a semaphore's slot, a
+// multi-lock's member) by another worker, unless both are a read-write
+// lock's readers. The family's legal concurrency (readers together,
+// permits on different slots, multi-locks on disjoint members) is not
+// painted as an overlap; more than K permits at once is the permits
+// check's, in the table.
+func conflicting(holds []Hold) map[int]bool {
+	out := map[int]bool{}
+	for i := range holds {
+		for j := range holds {
+			a, c := holds[i], holds[j]
+			if i == j || a.Resource != c.Resource || a.Reader && c.Reader || a.Worker == c.Worker && a.Seq == c.Seq {
+				continue
+			}
+			if a.Grant < c.End && c.Grant < a.End {
+				out[i] = true
+			}
+		}
+	}
+	return out
 }
