@@ -221,3 +221,36 @@ func aclNodesWith(t *testing.T, extra []any, channels ...string) []redis.Univers
 	defer func() { lockerACL = saved }()
 	return aclNodes(t, channels...)
 }
+
+// electionACL is what a client that runs elections needs beyond the
+// mutex's user (docs/operations.md): the leader's value is a hash.
+var electionACL = []any{"+pttl", "+hset", "+hmget"}
+
+// An election runs as the mutex's user with electionACL added: campaign,
+// proclaim, read the leader, hand over by Resign.
+func TestLeastPrivilegeACLUserElection(t *testing.T) {
+	nodes := aclNodesWith(t, electionACL)
+	ctx := context.Background()
+	c, err := redlock.New(nodes, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := c.Election("acl-election")
+	ld, err := e.Campaign(ctx, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ld.Proclaim(ctx, "v2"); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := e.Leader(ctx); err != nil || info.Value != "v2" {
+		t.Fatalf("Leader as the least-privileged user: %+v, %v", info, err)
+	}
+	if err := ld.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

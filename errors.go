@@ -165,6 +165,12 @@ var (
 	// reentry (TryLockMulti, LockMulti, DoMulti, a semaphore's permits),
 	// wrapped with the call. Nothing is sent.
 	ErrCannotReenter = errors.New("redlock: Reentrant applies to TryLock, Lock, Do and the read-write lock's holds, not to this call")
+	// ErrNoLeader: Election.Leader found no leader held on a majority of
+	// the nodes (nobody leads, or the leadership is changing hands).
+	ErrNoLeader = errors.New("redlock: no leader")
+	// ErrNotLeader: a Leadership was asked to proclaim after it ended
+	// (resigned or lost), or the nodes no longer hold it on a majority.
+	ErrNotLeader = errors.New("redlock: not the leader")
 	// ErrNotForExtend: an option that applies to acquisitions only
 	// (Reentrant) was given to Extend, wrapped.
 	ErrNotForExtend = errors.New("redlock: option applies to an acquisition, not to Extend")

@@ -63,6 +63,8 @@ var labels = map[string]struct {
 	"ErrPermits":            {redlock.ErrPermits, "permits"},
 	"ErrHeldByContext":      {redlock.ErrHeldByContext, "held_by_context"},
 	"ErrCannotReenter":      {redlock.ErrCannotReenter, "bad_input"},
+	"ErrNoLeader":           {redlock.ErrNoLeader, "no_leader"},
+	"ErrNotLeader":          {redlock.ErrNotLeader, "not_leader"},
 	"ErrUpgrade":            {redlock.ErrUpgrade, "upgrade"},
 	"ErrReadUnderWrite":     {redlock.ErrReadUnderWrite, "read_under_write"},
 	"ErrSpansSlots":         {redlock.ErrSpansSlots, "bad_config"},

@@ -276,6 +276,8 @@ var resultLabels = []struct {
 	{redlock.ErrPermits, "permits"},
 	{redlock.ErrHeldByContext, "held_by_context"},
 	{redlock.ErrCannotReenter, "bad_input"},
+	{redlock.ErrNoLeader, "no_leader"},
+	{redlock.ErrNotLeader, "not_leader"},
 	{redlock.ErrUpgrade, "upgrade"},
 	{redlock.ErrReadUnderWrite, "read_under_write"},
 	{redlock.ErrSpansSlots, "bad_config"},
