@@ -64,9 +64,6 @@ type Leadership struct {
 	resigned  bool
 }
 
-// ErrResigned is the cause of a Leadership's context after Resign.
-var ErrResigned = errors.New("redlock: leadership resigned")
-
 // Campaign waits in the election's line until this candidate leads (as
 // Lock waits: in arrival order, giving up as Lock does when ctx ends or
 // the nodes stay unavailable), then publishes value on a majority and

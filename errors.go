@@ -171,6 +171,8 @@ var (
 	// ErrNotLeader: a Leadership was asked to proclaim after it ended
 	// (resigned or lost), or the nodes no longer hold it on a majority.
 	ErrNotLeader = errors.New("redlock: not the leader")
+	// ErrResigned is the cause of a Leadership's context after Resign.
+	ErrResigned = errors.New("redlock: leadership resigned")
 	// ErrNotForExtend: an option that applies to acquisitions only
 	// (Reentrant) was given to Extend, wrapped.
 	ErrNotForExtend = errors.New("redlock: option applies to an acquisition, not to Extend")

@@ -90,8 +90,8 @@ func TestLoadOwnNames(t *testing.T) {
 }
 
 const (
-	maxOps      = 2000
-	cellTime    = 5 * time.Second
+	maxOps   = 2000
+	cellTime = 5 * time.Second
 	// Half of what the cells ran before the CI budget (issue 37): the
 	// larger cells (1,024 goroutines, 5 runs) are make bench's.
 	ownOps      = 6000

@@ -65,6 +65,7 @@ var labels = map[string]struct {
 	"ErrCannotReenter":      {redlock.ErrCannotReenter, "bad_input"},
 	"ErrNoLeader":           {redlock.ErrNoLeader, "no_leader"},
 	"ErrNotLeader":          {redlock.ErrNotLeader, "not_leader"},
+	"ErrResigned":           {redlock.ErrResigned, "resigned"},
 	"ErrUpgrade":            {redlock.ErrUpgrade, "upgrade"},
 	"ErrReadUnderWrite":     {redlock.ErrReadUnderWrite, "read_under_write"},
 	"ErrSpansSlots":         {redlock.ErrSpansSlots, "bad_config"},

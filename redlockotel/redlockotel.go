@@ -278,6 +278,7 @@ var resultLabels = []struct {
 	{redlock.ErrCannotReenter, "bad_input"},
 	{redlock.ErrNoLeader, "no_leader"},
 	{redlock.ErrNotLeader, "not_leader"},
+	{redlock.ErrResigned, "resigned"},
 	{redlock.ErrUpgrade, "upgrade"},
 	{redlock.ErrReadUnderWrite, "read_under_write"},
 	{redlock.ErrSpansSlots, "bad_config"},
