@@ -57,11 +57,11 @@ type Leadership struct {
 	cancel context.CancelCauseFunc
 	stop   func() // the keep-alive's
 
-	mu        sync.Mutex
-	value     string
-	seq       int64
-	published time.Time // when the value key was last written
-	resigned  bool
+	mu       sync.Mutex
+	value    string // the latest value published on a majority
+	pubSeq   int64  // its proclamation's number
+	seq      int64  // the last number handed out
+	resigned bool
 }
 
 // Campaign waits in the election's line until this candidate leads (as
@@ -83,26 +83,27 @@ func (e *Election) Campaign(ctx context.Context, value string, opts ...LockOptio
 	return ld, nil
 }
 
-// extend is the keep-alive's extension: the lock's, and every half
-// retention the value key's lifetime too, so that a long term keeps its
-// value.
+// extend is the keep-alive's extension: the lock's, then the published
+// value again (same proclamation, so it cannot undo a newer Proclaim),
+// which refreshes its lifetime and reaches the nodes that missed it.
 func (ld *Leadership) extend(ctx context.Context) error {
 	if err := ld.l.Extend(ctx); err != nil {
 		return err
 	}
 	ld.mu.Lock()
-	stale := time.Since(ld.published) > ld.e.c.cfg.retention/2
-	value := ld.value
+	value, seq := ld.value, ld.pubSeq // not ld.seq: a Proclaim under way owns that number
 	ld.mu.Unlock()
-	if stale {
-		_ = ld.Proclaim(ctx, value) // the next extension tries again
-	}
+	_ = ld.publish(ctx, value, seq) // the next extension tries again
 	return nil
 }
 
 // Term is the leadership's fencing token: pass it to the storage the
 // leader writes, with every write.
 func (ld *Leadership) Term() uint64 { return ld.l.Token() }
+
+// Until is the end of the leadership's validity on the client's monotonic
+// clock, as Lock.Until: the keep-alive moves it with every extension.
+func (ld *Leadership) Until() time.Time { return ld.l.Until() }
 
 // ID is the leadership's id: its lock's value, as Leader shows it.
 func (ld *Leadership) ID() string { return ld.l.ID() }
@@ -146,9 +147,26 @@ func (ld *Leadership) Proclaim(ctx context.Context, value string) error {
 	ld.seq++
 	seq := ld.seq
 	ld.mu.Unlock()
+	if err := ld.publish(ctx, value, seq); err != nil {
+		return err
+	}
+	ld.mu.Lock()
+	if seq > ld.pubSeq {
+		ld.value, ld.pubSeq = value, seq
+	}
+	ld.mu.Unlock()
+	return nil
+}
+
+// publish writes proclamation seq of value where this leadership holds
+// the lock, for twice the lock's TTL (the keep-alive writes it again every
+// extension), and succeeds on a majority. A node that has a later
+// proclamation of this leadership keeps it and only renews its lifetime.
+func (ld *Leadership) publish(ctx context.Context, value string, seq int64) error {
 	c := ld.e.c
+	life := 2 * ld.l.lease().TTL()
 	call := nodescript.NewCall(nodescript.Proclaim, []any{c.lockKey(ld.e.name), ld.e.valueKey()},
-		ld.ID(), seq, value, c.cfg.retention.Milliseconds())
+		ld.ID(), seq, value, life.Milliseconds())
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
 		n, err := call.Run(ctx, node).Int64()
 		switch {
@@ -159,20 +177,16 @@ func (ld *Leadership) Proclaim(ctx context.Context, value string) error {
 		}
 		return NodeRefused, 0, nil
 	}
-	start := time.Now()
 	t, err := c.rounds.Run(ctx, round.Spec{Name: "proclaim", Op: op}, nil, nil)
 	if t != nil && t.Won() {
-		ld.mu.Lock()
-		if seq == ld.seq {
-			ld.value, ld.published = value, start
-		}
-		ld.mu.Unlock()
 		return nil
 	}
 	qe := &QuorumError{Op: "proclaim", Name: ld.e.name, Kind: ErrUnavailable, Cause: err}
 	if t != nil {
 		qe.Nodes = t.Snapshot()
 		switch kind := lease.BlockingKind(t); {
+		case wrongTypeBlocks(t):
+			qe.Kind = ErrWrongType
 		case t.RefusedByMajority():
 			qe.Kind = ErrNotLeader
 		case kind != nil:

@@ -37,8 +37,9 @@ type leaderAnswer struct {
 
 // Leader reads, in one read-only round, who leads the election: the
 // leadership held on a majority of the nodes, its term and its published
-// value. With none held, or one that has published nothing yet (a
-// Campaign that has not returned), it fails with ErrNoLeader; with fewer than a
+// value. With none held, or one whose value a majority of the nodes does
+// not show yet (a Campaign that has not returned, or whose value has not
+// reached the nodes that answer), it fails with ErrNoLeader; with fewer than a
 // majority of answers, as Client.Inspect does. A snapshot, with Inspect's
 // caveats: the leader may resign or lose the lease the moment it returns.
 func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
@@ -64,16 +65,22 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 		return LeaderInfo{}, fmt.Errorf("%w: election %q", ErrNoLeader, e.name)
 	}
 	out := LeaderInfo{Term: info.Token, ID: info.Holder, Remaining: info.Remaining}
-	best := int64(0)
+	best, published := int64(0), 0
 	for i, a := range r.answers {
-		if r.errs[i] == nil && a.id == info.Holder && a.seq > best {
+		if r.errs[i] != nil || a.id != info.Holder || a.seq == 0 {
+			continue
+		}
+		published++
+		if a.seq > best {
 			best, out.Value = a.seq, a.value
 		}
 	}
-	if best == 0 {
-		// Held, but nothing published yet: a campaign between its Lock
-		// and its first Proclaim, not yet a leader (Campaign has not
-		// returned; its term may not be committed).
+	if published < r.majority {
+		// Held, but not published on a majority: a campaign between its
+		// Lock and the end of its first Proclaim (which may yet fail and
+		// resign), not yet a leader. The keep-alive publishes the value
+		// again every extension, so a leader whose value missed a node
+		// that answers now shows within TTL/3.
 		return LeaderInfo{}, fmt.Errorf("%w: election %q (a candidate is taking office)", ErrNoLeader, e.name)
 	}
 	return out, nil

@@ -170,14 +170,8 @@ func inspectRound[T any](ctx context.Context, c *Client, name string, call *node
 	}
 	if err != nil || !t.Won() {
 		qe := &QuorumError{Op: "inspect", Name: name, Kind: ErrUnavailable, Cause: err, Nodes: t.Snapshot()}
-		wrong := 0
-		for _, e := range r.errs {
-			if errors.Is(e, ErrWrongType) {
-				wrong++
-			}
-		}
 		switch kind := lease.BlockingKind(t); {
-		case t.N-wrong < t.Majority:
+		case wrongTypeBlocks(t):
 			qe.Kind = ErrWrongType // no majority can answer until the key is fixed
 		case kind != nil:
 			qe.Kind = kind
@@ -249,4 +243,16 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// wrongTypeBlocks reports whether so many nodes failed with ErrWrongType
+// that no majority can answer until the key is fixed.
+func wrongTypeBlocks(t *round.Tally) bool {
+	wrong := 0
+	for _, r := range t.Results {
+		if errors.Is(r.Err, ErrWrongType) {
+			wrong++
+		}
+	}
+	return t.N-wrong < t.Majority
 }

@@ -37,6 +37,13 @@ caller of NAME must give the same K (exit 78 otherwise), at least 1. 73 then mea
 are taken. With --name-per-tick the semaphore is NAME:<tick start>, and a permit is kept until it
 expires, as the tick's lock is: K hosts run each tick (give --hold-for and --ttl as for the lock).
 
+One host at a time running a service, for as long as it leads (a leader election, docs/election.md):
+  redlock exec --elect [--again] [--value V] NAME -- CMD
+waits until this host leads the election NAME, then runs CMD with REDLOCK_TERM (the leader's term, a
+fencing token); when the leadership is lost CMD is stopped as for a lost lock, before the lease can
+pass, and exec exits 75, or with --again campaigns again. SIGTERM to exec resigns: the next host in
+line leads at once. --value is what Leader shows (default: the host name).
+
 Cron on several hosts, exactly one run per tick (docs/operations.md, section 4):
   redlock exec --name-per-tick 1m --hold-for 30s --ttl 30s NAME -- CMD
 locks NAME:<tick start, UTC> instead of NAME, retries when the hosts' votes split, and never
@@ -80,6 +87,9 @@ func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 	prefix := fs.String("key-prefix", "redlock", "the clients' key prefix (WithKeyPrefix): the lock lives at PREFIX:{NAME}")
 	perTick := fs.Duration("name-per-tick", 0, "lock NAME:<start of the current tick, UTC> for ticks of this length (it must divide 24h), never released")
 	holdFor := fs.Duration("hold-for", 0, "keep the lock at least this long after taking it, even if CMD ends sooner")
+	elect := fs.Bool("elect", false, "NAME is an election: wait until this host leads it, run CMD while it leads, stop CMD when it no longer does (a long-lived service on one host at a time)")
+	value := fs.String("value", "", "with --elect: the value this host publishes as leader (default: the host name)")
+	again := fs.Bool("again", false, "with --elect: after losing the leadership and stopping CMD, campaign again instead of exiting 75")
 	permits := fs.Int("permits", 0, "hold one of this many permits of the semaphore NAME instead of the lock: at most this many CMDs at once (every caller of NAME must give the same number)")
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
@@ -111,6 +121,15 @@ func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 		// permit excludes.
 		return &exitError{2, fmt.Errorf("--permits must be at least 1, got %d (leave it out to take the lock)", *permits)}
 	}
+	if *elect && (permitsSet || *perTick != 0 || *holdFor != 0 || *wait != 0) {
+		return &exitError{2, errors.New("--elect excludes --permits, --name-per-tick, --hold-for and --wait: it waits until elected")}
+	}
+	if !*elect && (*value != "" || *again) {
+		return &exitError{2, errors.New("--value and --again go with --elect")}
+	}
+	if *elect && *value == "" {
+		*value, _ = os.Hostname()
+	}
 	clients, err := dialNodes(*nodesFlag)
 	if err != nil {
 		return &exitError{2, err}
@@ -126,6 +145,9 @@ func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 		return &exitError{2, err}
 	}
 	defer c.Close()
+	if *elect {
+		return runElected(ctx, c, name, *value, *again, cmdArgs, holding{ttl: *ttl, grace: *grace})
+	}
 	// The guardian that kills the job if exec dies (internal/procguard),
 	// started before the lock is taken: its start does not eat the TTL.
 	guard, err := procguard.Start(cmdArgs)

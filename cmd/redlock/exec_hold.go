@@ -59,6 +59,9 @@ func holdWhileRunning(ctx context.Context, l lease, guard *procguard.Guardian, a
 	if p, ok := l.(permit); ok {
 		env = append(env, "REDLOCK_SLOT="+strconv.Itoa(p.Slot()))
 	}
+	if _, ok := l.(leadership); ok {
+		env = append(env, "REDLOCK_TERM="+strconv.FormatUint(l.Token(), 10))
+	}
 	// Listen before the start, so that no signal falls between the two.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
