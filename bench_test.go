@@ -22,10 +22,25 @@ func BenchmarkLockUnlock(b *testing.B) {
 	}
 }
 
+// BenchmarkLockUnlockLink measures one goroutine's TryLock+Unlock over 5
+// unfenced nodes through the batching link and without it (issue 33: a
+// lone call goes out at once, and must cost no more than without the link).
+func BenchmarkLockUnlockLink(b *testing.B) {
+	for _, batched := range []bool{true, false} {
+		b.Run(fmt.Sprintf("batched=%t", batched), func(b *testing.B) {
+			var opts []redlock.Option
+			if !batched {
+				opts = append(opts, redlock.WithoutBatching())
+			}
+			benchLockUnlock(b, 5, false, opts...)
+		})
+	}
+}
+
 // benchClient is a client over n new nodes, closed when b ends.
-func benchClient(b *testing.B, n int, fenced bool) *redlock.Client {
+func benchClient(b *testing.B, n int, fenced bool, extra ...redlock.Option) *redlock.Client {
 	cl := startCluster(b, n)
-	opts := []redlock.Option{redlock.WithTTL(10 * time.Second), redlock.WithNodeTimeout(time.Second)}
+	opts := append([]redlock.Option{redlock.WithTTL(10 * time.Second), redlock.WithNodeTimeout(time.Second)}, extra...)
 	if !fenced {
 		opts = append(opts, redlock.WithoutFencing())
 	}
@@ -37,8 +52,8 @@ func benchClient(b *testing.B, n int, fenced bool) *redlock.Client {
 	return c
 }
 
-func benchLockUnlock(b *testing.B, n int, fenced bool) {
-	c := benchClient(b, n, fenced)
+func benchLockUnlock(b *testing.B, n int, fenced bool, opts ...redlock.Option) {
+	c := benchClient(b, n, fenced, opts...)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -27,7 +27,7 @@ answer may be stale the moment it prints: look with it, never decide with it.
 
 Exit codes: 0 printed (held or free); 69 fewer than a majority of the nodes answered (what the others
 said is printed); 78 a key of the lock holds another type (another application writes under
---key-prefix); 2 bad flags, nodes or names; 1 anything else.
+--key-prefix); 2 bad flags, nodes or names; 128+N signal N ended it; 1 anything else.
 
 Flags:
 `
@@ -38,15 +38,28 @@ func runInspect(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), inspectUsage); fs.PrintDefaults() }
 	nodesFlag, prefix := nodeFlags(fs)
-	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for each node")
+	timeout := fs.Duration("timeout", 2*time.Second, "the per-node timeout (with nodes silent, the round waits for a majority at most ten of these, and 5 s)")
 	rw := fs.Bool("rw", false, "NAME is a read-write lock")
 	permits := fs.Int("permits", 0, "NAME is a semaphore of this many permits")
 	asJSON := fs.Bool("json", false, "print the snapshot as JSON (the library's types, durations in ns)")
-	if err := parseFlags(fs, args, out); err != nil {
-		return err
+	// Flags may come after names too (inspect NAME --json): parse again
+	// after each name.
+	var names []string
+	for {
+		if err := parseFlags(fs, args, out); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		names = append(names, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	names := fs.Args()
+	permitsSet := false
+	fs.Visit(func(f *flag.Flag) { permitsSet = permitsSet || f.Name == "permits" })
 	switch {
+	case permitsSet && *permits < 1:
+		return &exitError{2, fmt.Errorf("inspect: --permits must be at least 1, got %d", *permits)}
 	case len(names) == 0:
 		return &exitError{2, errors.New("inspect: no NAME given")}
 	case (*rw || *permits != 0) && len(names) != 1:
@@ -99,9 +112,12 @@ func runInspect(ctx context.Context, args []string, out io.Writer) error {
 	} else {
 		lines(out)
 	}
+	var sig signalled
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(context.Cause(ctx), &sig):
+		return &exitError{128 + int(sig.sig), fmt.Errorf("inspect: %w", sig)}
 	case errors.Is(err, redlock.ErrWrongType):
 		return &exitError{78, err}
 	case errors.Is(err, redlock.ErrUnavailable), errors.Is(err, redlock.ErrAuth), errors.Is(err, redlock.ErrNoPermission):

@@ -11,16 +11,11 @@ local now = nowMs()
 local out = {}
 lockAt(out, KEYS[1], KEYS[4])
 local hr = '0'
-if KEYS[5] then
-  local got = redis.pcall('GET', KEYS[5])
-  if type(got) == 'string' then hr = got end
-end
+if KEYS[5] then hr = readString(KEYS[5]) or '0' end
 out[#out + 1] = hr
 out[#out + 1] = liveWaiters(KEYS[3], now)
 local readers = redis.pcall('ZRANGEBYSCORE', KEYS[2], now + 1, '+inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
-if type(readers) == 'table' and readers.err then
-  return redis.error_reply('WRONGTYPE key ' .. KEYS[2] .. ' holds a ' .. redis.call('TYPE', KEYS[2])['ok'] .. ', not a sorted set')
-end
+if type(readers) == 'table' and readers.err then wrongTypeOf(KEYS[2], 'sorted set') end
 local list = {}
 for i = 1, #readers, 2 do
   list[#list + 1] = readers[i]
