@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -160,15 +159,6 @@ func TestInspectWritesNothingInContendedStates(t *testing.T) {
 		cancel()
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-func keysOf(m map[string]string) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // Wrong-typed keys: every key each family Inspect reads, on every node.
@@ -327,22 +317,6 @@ func TestInspectEndsAtItsCtx(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, redlock.ErrUnavailable) {
 			t.Errorf("%s: %v, want DeadlineExceeded and ErrUnavailable", what, err)
 		}
-	}
-}
-
-type garbageHook struct{ reply any }
-
-func (h garbageHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h garbageHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h garbageHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if c, ok := cmd.(*redis.Cmd); ok && err == nil {
-			c.SetVal(h.reply)
-		}
-		return err
 	}
 }
 
