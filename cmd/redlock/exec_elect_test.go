@@ -38,7 +38,7 @@ func TestExecElectRunsTheServiceOnlyWhileLeading(t *testing.T) {
 	start := func(ctx context.Context, tag string, extra ...string) chan int {
 		done := make(chan int, 1)
 		go func() {
-			args := append([]string{"exec", "--nodes", urls, "--ttl", "1s", "--grace", "2s", "--elect", "--value", tag}, extra...)
+			args := append([]string{"exec", "--nodes", urls, "--ttl", "3s", "--grace", "2s", "--elect", "--value", tag}, extra...)
 			args = append(append(args, "svc", "--"), service(tag)...)
 			done <- exitCode(run(ctx, args, nil))
 		}()

@@ -13,8 +13,8 @@ import (
 )
 
 // heldUpThenBurst: one held-up call (BLPOP 2s, the package's own stand-in for
-// a lost reply), then 20 concurrent calls with the library's default node
-// timeout (50 ms). Returns how many were answered and how many NotSent.
+// a lost reply), then 20 concurrent calls with 150 ms timeouts. Returns how
+// many were answered and how many NotSent.
 func heldUpThenBurst(t *testing.T, l *batch.Link) (ok, notSent int32) {
 	ctx := context.Background()
 	held := make(chan error, 1)
@@ -24,7 +24,9 @@ func heldUpThenBurst(t *testing.T, l *batch.Link) (ok, notSent int32) {
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			// 150 ms: room for a busy machine, and still below the
+			// patience the bug reached (four 50 ms timeouts).
+			cctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
 			defer cancel()
 			err := l.Do(cctx, "incr", "burst").Err()
 			var ns *batch.NotSentError
