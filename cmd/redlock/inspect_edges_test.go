@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,23 +15,8 @@ import (
 // flags after names, --permits 0, names refused, wrong types under --rw and
 // --permits, JSON on every exit, a majority paused.
 func TestInspectCLIEdges(t *testing.T) {
-	g, urls := startNodes(t)
+	g, urls, clients, _, l := inspectedNodes(t)
 	ctx := context.Background()
-	clients, err := dialNodes(urls)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeAll(clients)
-	c, err := redlock.New(clients)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	l, err := c.TryLock(ctx, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Unlock(ctx)
 
 	inspect := func(ctx context.Context, args ...string) (string, int, error) {
 		var out bytes.Buffer

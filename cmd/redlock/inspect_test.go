@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,23 +18,8 @@ import (
 // exits 69 with what the others said, a key of another type 78, a bad
 // name 2.
 func TestInspectPrintsEveryPrimitiveAndExitsByCause(t *testing.T) {
-	g, urls := startNodes(t)
+	g, urls, clients, c, l := inspectedNodes(t)
 	ctx := context.Background()
-	clients, err := dialNodes(urls)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeAll(clients)
-	c, err := redlock.New(clients)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	l, err := c.TryLock(ctx, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Unlock(ctx)
 	rw, _ := c.RWMutex("table")
 	r, err := rw.TryRLock(ctx)
 	if err != nil {
@@ -98,4 +84,28 @@ func TestInspectPrintsEveryPrimitiveAndExitsByCause(t *testing.T) {
 	if code != 69 || !strings.Contains(out, `"Err": "`) {
 		t.Errorf("two of three nodes paused: exit %d, want 69 and the nodes' errors in the JSON:\n%s", code, out)
 	}
+}
+
+// inspectedNodes starts provisioned nodes and returns them, their URLs,
+// raw clients to them, a lock client over them, and the lock "job" held by
+// it; all are closed when t ends.
+func inspectedNodes(t *testing.T) (node.Group, string, []redis.UniversalClient, *redlock.Client, *redlock.Lock) {
+	t.Helper()
+	g, urls := startNodes(t)
+	clients, err := dialNodes(urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeAll(clients) })
+	c, err := redlock.New(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	l, err := c.TryLock(context.Background(), "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Unlock(context.Background()) })
+	return g, urls, clients, c, l
 }
