@@ -138,7 +138,7 @@ func (h *review32Arm) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// TestReview32RetriedShorteningLandsAfterALaterExtend: the unheard rule
+// TestRetriedShorteningCannotLandAfterALaterExtend: the unheard rule
 // (internal/lease/unheard.go) counts an extension call as heard as soon as
 // its go-redis Process returns a reply. With go-redis's default MaxRetries
 // (3, what redis.NewClient gives; the library neither sets nor documents
@@ -157,7 +157,7 @@ func (h *review32Arm) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 //  3. The held copies reach n1 and n2 (retransmission): both keys now live
 //     1 s from then.
 //  4. B takes {n1, n2} about 1 s later, with ~2 s of A's validity left.
-func TestReview32RetriedShorteningLandsAfterALaterExtend(t *testing.T) {
+func TestRetriedShorteningCannotLandAfterALaterExtend(t *testing.T) {
 	cl := startCluster(t, 3)
 	clients, wires, hooks := delayedWires(t, cl, "extend")
 	a, err := redlock.New(clients, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(100*time.Millisecond))

@@ -28,7 +28,7 @@ func review32EvalCalls(t *testing.T, cl *cluster, i int) int {
 	return n
 }
 
-// TestReview32UnsentShorteningCapsEveryLaterExtend (liveness, not safety):
+// TestUnsentShorteningDoesNotCapLaterExtends (liveness, not safety):
 // an extension call is recorded as unheard before go-redis has even taken
 // a connection (unheard.go's sent), and only a reply clears it. A call
 // that never left the process (ctx already cancelled: go-redis fails it
@@ -43,7 +43,7 @@ func review32EvalCalls(t *testing.T, cl *cluster, i int) int {
 // the lease: Do's keep-alive (every TTL/3 = 1 s) can no longer keep it, and
 // "Extends that repeat one TTL, as Do's keep-alive does, are never cut"
 // (docs/fencing.md) does not hold.
-func TestReview32UnsentShorteningCapsEveryLaterExtend(t *testing.T) {
+func TestUnsentShorteningDoesNotCapLaterExtends(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	c := cl.newClient(t, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(100*time.Millisecond))

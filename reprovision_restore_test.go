@@ -46,7 +46,7 @@ func review32Restore(t *testing.T, cl *cluster, i int, s review32Snapshot) {
 	}
 }
 
-// TestReview32ReprovisionLaundersANodeRestoredBetweenReadAndReset: the reset
+// TestReprovisionKeepsOutANodeRestoredBetweenReadAndReset: the reset
 // (reset.lua) is conditional on the uuid, id and lost stamp read after the
 // wait, but not on the replication id. A node that is restored from a
 // snapshot (or fails over to a replica that lags) between Reprovision's
@@ -70,8 +70,8 @@ func review32Restore(t *testing.T, cl *cluster, i int, s review32Snapshot) {
 //  6. B (n1 cut off for B) takes "x" on {n0, n2} while A has ~10 s left.
 //
 // Without Reprovision the restored n0 would be stamped at the first fenced
-// call and kept out for the longest TTL (TestReview32RestoredNodeAloneIsKeptOut).
-func TestReview32ReprovisionLaundersANodeRestoredBetweenReadAndReset(t *testing.T) {
+// call and kept out for the longest TTL (TestRestoredNodeAloneIsKeptOut).
+func TestReprovisionKeepsOutANodeRestoredBetweenReadAndReset(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	snap := review32Take(t, cl, 0)
@@ -113,10 +113,10 @@ func TestReview32ReprovisionLaundersANodeRestoredBetweenReadAndReset(t *testing.
 	}
 }
 
-// TestReview32RestoredNodeAloneIsKeptOut is the control: the same restore
+// TestRestoredNodeAloneIsKeptOut is the control: the same restore
 // of n0 without a Reprovision keeps n0 out (it is stamped and must be
 // waited out), so B is refused.
-func TestReview32RestoredNodeAloneIsKeptOut(t *testing.T) {
+func TestRestoredNodeAloneIsKeptOut(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	snap := review32Take(t, cl, 0)

@@ -114,8 +114,9 @@ func (p Persistence) args() []string {
 var (
 	// ErrRedisServerMissing: no server binary was found (redis-server, or
 	// the one Config.Binary or $REDLOCK_SERVER_BINARY names).
-	ErrRedisServerMissing = errors.New("node: redis-server not found in PATH; install it with " +
-		"`sudo apt-get install -y redis-server` (Debian/Ubuntu) or run `make deps`")
+	// The error wrapping it names the binary looked for.
+	ErrRedisServerMissing = errors.New("node: server binary not found in PATH; install it with " +
+		"`make deps` (redis-server) or `make deps-valkey` (valkey-server)")
 	// ErrState: the fault does not apply in the node's current state (for
 	// example Resume on a node that is not paused).
 	ErrState = errors.New("node: wrong state for this operation")

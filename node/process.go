@@ -45,7 +45,7 @@ func StartProcess(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	path, err := exec.LookPath(binary)
 	if err != nil {
-		return nil, fmt.Errorf("%w (%v)", ErrRedisServerMissing, err)
+		return nil, fmt.Errorf("%w: %q (%v)", ErrRedisServerMissing, binary, err)
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 10 * time.Second
