@@ -178,8 +178,11 @@ var (
 	ErrNotForExtend = errors.New("redlock: option applies to an acquisition, not to Extend")
 	// ErrPermits: the nodes store another number of permits for the
 	// semaphore than the client's (clients built with different numbers,
-	// or a SetPermits since): the Kind of a *QuorumError whose nodes hold
-	// a *PermitsError. No retry fixes it; Acquire gives up at once.
+	// or a request for more permits than a SetPermits since left), or
+	// SetPermits met a concurrent one: the Kind of a *QuorumError whose
+	// nodes hold a *PermitsError. A Semaphore that hears of a later size
+	// adopts it and tries once more before saying so; no retry fixes it
+	// after that, and Acquire gives up at once.
 	ErrPermits = kind.ErrPermits
 	// ErrBadPermits: a semaphore's number of permits is not within 1 to
 	// MaxPermits.

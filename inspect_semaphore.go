@@ -21,6 +21,9 @@ type SemaphoreInfo struct {
 	// majority agrees (none stored yet: no acquisition since the size's
 	// lifetime ran out; or a SetPermits under way).
 	Permits int
+	// Version is the latest version at which a node that agrees on
+	// Permits stores it (0: no SetPermits wrote it).
+	Version int64
 	// Slots are the K slots of the Semaphore inspected (its Permits), each
 	// judged as Client.Inspect judges a lock. A permit of n slots holds
 	// them all under one Holder.
@@ -55,6 +58,7 @@ type NodeSemaphore struct {
 	Node    int
 	Err     error // as NodeLock.Err
 	Permits int   // the size stored; 0 for none
+	Version int64 // its version (0: no SetPermits wrote it)
 	Waiting int   // live waiters in the line
 	Latency time.Duration
 }
@@ -75,7 +79,8 @@ func (s *Semaphore) Inspect(ctx context.Context) (SemaphoreInfo, error) {
 	info := SemaphoreInfo{Name: s.name}
 	line := lease.LineKey(c.cfg.keyPrefix, s.name)
 	keys := []any{lease.PermitsKey(c.cfg.keyPrefix, s.name), lease.SeenKey(line)}
-	names := make([]string, s.permits)
+	k := s.Permits()
+	names := make([]string, k)
 	for i := range names {
 		names[i] = lease.SlotName(s.name, i)
 		key := c.lockKey(names[i])
@@ -84,10 +89,10 @@ func (s *Semaphore) Inspect(ctx context.Context) (SemaphoreInfo, error) {
 			keys = append(keys, lease.HighKey(key))
 		}
 	}
-	stride := (len(keys) - 2) / s.permits
+	stride := (len(keys) - 2) / k
 	call := nodescript.NewCall(nodescript.SemInspect, keys, stride)
 	r, err := inspectRound(ctx, c, s.name, call, func(cmd *redis.Cmd) (semAnswer, error) {
-		return parseSemInspect(cmd, s.permits)
+		return parseSemInspect(cmd, k)
 	})
 	if r == nil {
 		return info, err
@@ -110,6 +115,11 @@ func (s *Semaphore) Inspect(ctx context.Context) (SemaphoreInfo, error) {
 		return info, err
 	}
 	info.Permits = agreedSize(sizes, r.majority)
+	for _, n := range info.Nodes {
+		if n.Err == nil && n.Permits == info.Permits && info.Permits > 0 {
+			info.Version = max(info.Version, n.Version)
+		}
+	}
 	info.Waiting = majorityTh(waiting, r.majority)
 	byHolder := map[string]*PermitHold{}
 	for i, slot := range info.Slots {
@@ -156,9 +166,10 @@ func parseSemInspect(cmd *redis.Cmd, k int) (semAnswer, error) {
 	if err != nil {
 		return semAnswer{}, wrongTypeOf(err)
 	}
-	if len(v) != 3 {
+	if len(v) != 4 {
 		return semAnswer{}, fmt.Errorf("redlock: unexpected reply %v", v)
 	}
+	version, _ := v[3].(int64)
 	size, _ := v[0].(int64)
 	waiting, _ := v[1].(int64)
 	list, _ := v[2].([]any)
@@ -166,7 +177,7 @@ func parseSemInspect(cmd *redis.Cmd, k int) (semAnswer, error) {
 	if err != nil {
 		return semAnswer{}, err
 	}
-	return semAnswer{size: NodeSemaphore{Permits: int(size), Waiting: int(waiting)}, slots: slots}, nil
+	return semAnswer{size: NodeSemaphore{Permits: int(size), Version: version, Waiting: int(waiting)}, slots: slots}, nil
 }
 
 // MarshalJSON writes Err as its message, as NodeLock's does.

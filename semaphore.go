@@ -2,16 +2,11 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
+	"sync/atomic"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/lease"
-	"github.com/quorumlock/redlock/internal/nodescript"
-	"github.com/quorumlock/redlock/internal/round"
-	"github.com/redis/go-redis/v9"
 )
 
 // The semaphore: at most K holders, as K slot locks on the quorum
@@ -30,9 +25,17 @@ const MaxPermits = 256
 // Semaphore values, in any process, built with the same name and size
 // share the permits. Its methods are safe for concurrent use.
 type Semaphore struct {
-	c       *Client
-	name    string
-	permits int
+	c    *Client
+	name string
+	size atomic.Pointer[semSize] // the size it acquires under, replaced as it learns a later one
+}
+
+// semSize is a semaphore's size K at a version: 0 for a size no SetPermits
+// wrote (a constructor's), and each SetPermits one more than the highest
+// it read (docs/semaphore.md, "The size and its version").
+type semSize struct {
+	k       int
+	version int64
 }
 
 // Semaphore returns the semaphore called name with permits permits. It
@@ -55,14 +58,23 @@ func (c *Client) Semaphore(name string, permits int) (*Semaphore, error) {
 	if err := c.oneSlot(lease.SlotName(name, 0), name, lease.SlotName(name, permits-1)); err != nil {
 		return nil, err
 	}
-	return &Semaphore{c: c, name: name, permits: permits}, nil
+	s := &Semaphore{c: c, name: name}
+	s.size.Store(&semSize{k: permits})
+	return s, nil
 }
 
 // Name is the semaphore's name.
 func (s *Semaphore) Name() string { return s.name }
 
-// Permits is the number of permits this Semaphore was built with.
-func (s *Semaphore) Permits() int { return s.permits }
+// Permits is the number of permits this Semaphore acquires under: the
+// number it was built with, until it learns of a later size (a SetPermits
+// through it, Refresh, or a node's refusal that names a later version).
+func (s *Semaphore) Permits() int { return s.size.Load().k }
+
+// Version is the version of the size this Semaphore acquires under: 0 for
+// the number it was built with, until it learns of a size a SetPermits
+// wrote.
+func (s *Semaphore) Version() int64 { return s.size.Load().version }
 
 // TryAcquire makes one attempt to take a permit (TryAcquireN of one).
 func (s *Semaphore) TryAcquire(ctx context.Context, opts ...LockOption) (*Permit, error) {
@@ -145,8 +157,8 @@ func (s *Semaphore) DoN(ctx context.Context, n int, fn func(ctx context.Context,
 
 // request checks a request for n permits and its options.
 func (s *Semaphore) request(n int, opts []LockOption) (term, error) {
-	if n < 1 || n > s.permits {
-		return term{}, fmt.Errorf("%w: a request for %d of %d", ErrBadPermits, n, s.permits)
+	if k := s.Permits(); n < 1 || n > k {
+		return term{}, fmt.Errorf("%w: a request for %d of %d", ErrBadPermits, n, k)
 	}
 	ls, err := s.c.leaseOf(s.c.defaultLease(), opts)
 	if err != nil {
@@ -154,56 +166,4 @@ func (s *Semaphore) request(n int, opts []LockOption) (term, error) {
 	}
 	// A permit has no reentry: each acquisition takes permits of its own.
 	return ls, noReentry(ls, "a semaphore's acquisition")
-}
-
-// SetPermits stores permits as the semaphore's size on every node. It is
-// the one way to change the size: acquisitions by clients built with
-// another number fail with ErrPermits from then on, so build them anew
-// with permits. Shrinking drains the slots at and above the new size: they
-// are granted no more, and their holders' extensions are refused, so
-// within one TTL at most permits permits are held (until then, at most
-// the larger number).
-//
-// It needs every node, as provisioning a new deployment does: a node that
-// missed it keeps the old size, and refuses the new one's permits (a
-// minority that disagrees only lowers how many node failures the
-// semaphore survives). It fails with a *QuorumError of Kind ErrUnavailable
-// naming each node's outcome if any node did not store it; run it again
-// once they are back, which changes nothing on the nodes that have it.
-// Run it again, too, after a node restarted without its data while
-// clients built with the old size may still run: the first acquisition
-// on an empty node stores its client's size.
-func (s *Semaphore) SetPermits(ctx context.Context, permits int) error {
-	if permits < 1 || permits > MaxPermits {
-		return fmt.Errorf("%w: %d", ErrBadPermits, permits)
-	}
-	if err := validateName(lease.SlotName(s.name, permits-1)); err != nil {
-		return err
-	}
-	c := s.c
-	life := max(c.cfg.retention, 2*c.cfg.ttl).Milliseconds() // as an acquisition keeps it
-	call := nodescript.NewCall(nodescript.SetPermits, []any{lease.PermitsKey(c.cfg.keyPrefix, s.name)}, permits, life)
-	op := func(ctx context.Context, _ int, node redis.UniversalClient) (round.Outcome, int64, error) {
-		if err := call.Run(ctx, node).Err(); err != nil {
-			if strings.HasPrefix(err.Error(), "WRONGTYPE") {
-				return round.NodeFailed, 0, kind.WrongType(err)
-			}
-			return round.NodeFailed, 0, err
-		}
-		return round.NodeGranted, 0, nil
-	}
-	t, err := c.rounds.Run(ctx, round.Spec{Name: "set permits", Op: op}, nil, nil)
-	if t == nil {
-		return err
-	}
-	if t.Granted() == t.N {
-		return nil
-	}
-	k := ErrUnavailable
-	for _, r := range t.Results {
-		if errors.Is(r.Err, ErrWrongType) {
-			k = ErrWrongType
-		}
-	}
-	return &QuorumError{Op: "set permits", Name: s.name, Kind: k, Cause: err, Nodes: t.Snapshot()}
 }

@@ -20,26 +20,45 @@ import (
 // uncontended case costs one round, as a mutex's. Later attempts of a
 // waiter, and requests for several permits, ask first: a woken waiter
 // whose random slot were still held would lose its turn.
+//
+// An attempt that a node refused for a later size than this Semaphore's
+// (a SetPermits it had not heard of) is made once more under that size,
+// which the Semaphore adopts.
 func (s *Semaphore) take(ctx context.Context, n int, ls term, waiter string, waited time.Duration) (*Permit, error) {
+	p, err := s.takeUnder(ctx, *s.size.Load(), n, ls, waiter, waited)
+	var nodes []NodeResult
+	if p != nil {
+		nodes = p.l.Results()
+	}
+	if s.learn(err, nodes) && err != nil && errors.Is(err, ErrPermits) {
+		if z := *s.size.Load(); n <= z.k {
+			return s.takeUnder(ctx, z, n, ls, waiter, waited)
+		}
+	}
+	return p, err
+}
+
+// takeUnder is one attempt at n permits of a semaphore of size z.
+func (s *Semaphore) takeUnder(ctx context.Context, z semSize, n int, ls term, waiter string, waited time.Duration) (*Permit, error) {
 	if n == 1 && waited == 0 {
-		first := rand.N(s.permits)
-		p, err := s.trySlots(ctx, []int{first}, ls, waiter, waited)
+		first := rand.N(z.k)
+		p, err := s.trySlots(ctx, z, []int{first}, ls, waiter, waited)
 		if !retryable(err) {
 			return p, s.full(err)
 		}
-		free, cerr := s.freeSlots(ctx, first)
+		free, cerr := s.freeSlots(ctx, z.k, first)
 		if cerr != nil {
 			return nil, cerr
 		}
 		for _, i := range free {
-			p, err2 := s.trySlots(ctx, []int{i}, ls, waiter, waited)
+			p, err2 := s.trySlots(ctx, z, []int{i}, ls, waiter, waited)
 			if !retryable(err2) {
 				return p, s.full(err2)
 			}
 		}
 		return nil, s.full(err)
 	}
-	free, err := s.freeSlots(ctx, -1)
+	free, err := s.freeSlots(ctx, z.k, -1)
 	if err != nil {
 		// Too few nodes answered the census to grant anything: the
 		// attempt is lost to the outage, and WithMaxOutage counts it as
@@ -51,7 +70,7 @@ func (s *Semaphore) take(ctx context.Context, n int, ls term, waiter string, wai
 	chosen := free[:min(n, len(free))]
 	// Too few look free: try anyway, on slots chosen at random, so that a
 	// waiter joins the line, or finds the ones the census missed.
-	for _, i := range rand.Perm(s.permits) {
+	for _, i := range rand.Perm(z.k) {
 		if len(chosen) == n {
 			break
 		}
@@ -60,7 +79,7 @@ func (s *Semaphore) take(ctx context.Context, n int, ls term, waiter string, wai
 		}
 	}
 	slices.Sort(chosen)
-	p, err := s.trySlots(ctx, chosen, ls, waiter, waited)
+	p, err := s.trySlots(ctx, z, chosen, ls, waiter, waited)
 	return p, s.full(err)
 }
 
@@ -84,7 +103,7 @@ func retryable(err error) bool {
 }
 
 // trySlots is one attempt on slots, sorted.
-func (s *Semaphore) trySlots(ctx context.Context, slots []int, ls term, waiter string, waited time.Duration) (*Permit, error) {
+func (s *Semaphore) trySlots(ctx context.Context, z semSize, slots []int, ls term, waiter string, waited time.Duration) (*Permit, error) {
 	c := s.c
 	p := &Permit{c: c, slots: slots}
 	var names []string
@@ -93,7 +112,7 @@ func (s *Semaphore) trySlots(ctx context.Context, slots []int, ls term, waiter s
 	}
 	name := lease.PermitName(s.name, slots)
 	start, commit, begun, err := c.leases.Attempt(ctx, &p.l, lease.Request{Name: name, Waiter: waiter, Waited: waited,
-		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.Permit(s.name, slots, s.permits), Names: names})
+		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.Permit(s.name, slots, z.k, z.version), Names: names})
 	err = publicError(err)
 	if begun && c.cfg.observer != nil {
 		if err != nil {
@@ -116,18 +135,18 @@ func (s *Semaphore) trySlots(ctx context.Context, slots []int, ls term, waiter s
 // its way to one of them.) It returns none if too few nodes granted the
 // read, and a *QuorumError if too few answered at all (Kind
 // ErrUnavailable) or ctx ended (Cause ctx's error).
-func (s *Semaphore) freeSlots(ctx context.Context, tried int) ([]int, error) {
+func (s *Semaphore) freeSlots(ctx context.Context, k, tried int) ([]int, error) {
 	c := s.c
-	keys := make([]any, s.permits)
+	keys := make([]any, k)
 	for i := range keys {
 		keys[i], _, _ = lease.LockKeys(c.cfg.keyPrefix, lease.SlotName(s.name, i))
 	}
 	call := nodescript.NewCall(nodescript.Census, keys)
 	var mu sync.Mutex
-	held := make([]int, s.permits)
+	held := make([]int, k)
 	op := func(ctx context.Context, _ int, node redis.UniversalClient) (round.Outcome, int64, error) {
 		on, err := call.Run(ctx, node).Int64Slice()
-		if err != nil || len(on) != s.permits {
+		if err != nil || len(on) != k {
 			return round.NodeFailed, 0, err
 		}
 		mu.Lock()
@@ -160,8 +179,8 @@ func (s *Semaphore) freeSlots(ctx context.Context, tried int) ([]int, error) {
 	defer mu.Unlock()
 	most := len(c.nodes) - round.Majority(len(c.nodes))
 	var out []int
-	for k := range s.permits {
-		if i := (tried + 1 + k) % s.permits; i != tried && held[i] <= most {
+	for j := range k {
+		if i := (tried + 1 + j) % k; i != tried && held[i] <= most {
 			out = append(out, i)
 		}
 	}
@@ -175,11 +194,12 @@ func (s *Semaphore) line(n int) line {
 	c := s.c
 	key := lease.LineKey(c.cfg.keyPrefix, s.name)
 	keys := []any{lease.QueueKey(key), lease.SeenKey(key)}
-	for i := range s.permits {
+	k := s.Permits()
+	for i := range k {
 		k, _, _ := lease.LockKeys(c.cfg.keyPrefix, lease.SlotName(s.name, i))
 		keys = append(keys, k)
 	}
 	return line{key: key, suffix: lease.LineWaiter("", n), leave: func(waiter string) *nodescript.Call {
-		return nodescript.NewCall(nodescript.SemLeave, keys, waiter, s.permits, key, c.promiseFor())
+		return nodescript.NewCall(nodescript.SemLeave, keys, waiter, k, key, c.promiseFor())
 	}}
 }

@@ -188,8 +188,10 @@ func TestSemaphoreSizeIsStoredAndChangedExplicitly(t *testing.T) {
 	if err := two.SetPermits(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := three.TryAcquire(ctx); !errors.Is(err, redlock.ErrPermits) {
-		t.Errorf("the old size after SetPermits: %v, want ErrPermits", err)
+	// three learns the later size from the nodes' refusal, and tries
+	// again under it: slots 0 and 1 are held (TestAnOldSizeLearnsTheLaterOneFromARefusal).
+	if _, err := three.TryAcquire(ctx); !errors.Is(err, redlock.ErrLocked) || three.Permits() != 2 {
+		t.Errorf("the old size after SetPermits: %v, %d permits; want ErrLocked under the new size 2", err, three.Permits())
 	}
 	if err := top.Extend(ctx); !errors.Is(err, redlock.ErrExpired) {
 		t.Errorf("Extend of slot 2 after shrinking to 2: %v, want ErrExpired (drained)", err)

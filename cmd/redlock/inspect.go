@@ -165,7 +165,7 @@ func printRW(w io.Writer, info redlock.RWLockInfo) {
 }
 
 func printSemaphore(w io.Writer, info redlock.SemaphoreInfo) {
-	fmt.Fprintf(w, "size stored: %d; free: %d of %d; waiting: %d\n", info.Permits, info.Free, len(info.Slots), info.Waiting)
+	fmt.Fprintf(w, "size stored: %d (version %d); free: %d of %d; waiting: %d\n", info.Permits, info.Version, info.Free, len(info.Slots), info.Waiting)
 	for _, h := range info.Holders {
 		fmt.Fprintf(w, "  %s holds slots %v for %v more, token %d\n", h.Holder, h.Slots, h.Remaining.Round(time.Millisecond), h.Token)
 	}

@@ -45,7 +45,7 @@ func TestInspectPrintsEveryPrimitiveAndExitsByCause(t *testing.T) {
 		{[]string{"job"}, []string{"held by " + l.ID(), "token " + strconv.FormatUint(l.Token(), 10)}},
 		{[]string{"job", "free-name"}, []string{"job: held by " + l.ID(), "free-name: free"}},
 		{[]string{"--rw", "table"}, []string{"writer: free", "readers: 1", r.ID(), "writers queued: 0"}},
-		{[]string{"--permits", "2", "pool"}, []string{"size stored: 2; free: 1 of 2; waiting: 0", p.ID() + " holds slots [" + itoa(p.Slot()) + "]"}},
+		{[]string{"--permits", "2", "pool"}, []string{"size stored: 2 (version 0); free: 1 of 2; waiting: 0", p.ID() + " holds slots [" + itoa(p.Slot()) + "]"}},
 	} {
 		out, code := inspect(tc.args...)
 		for _, w := range tc.want {

@@ -27,6 +27,7 @@ type permit struct {
 	slots   []any // the slots taken
 	value   any
 	permits int    // K
+	version int64  // the version of K
 	line    string // the line key
 }
 
@@ -53,13 +54,13 @@ func LineKey(prefix, name string) string { return prefix + ":{" + name + "}:line
 func LineWaiter(waiter string, n int) string { return waiter + "*" + strconv.Itoa(n) }
 
 // Permit is the shape of a lease on slots (distinct, each below permits)
-// of the semaphore name, for a Request whose Name is
-// MultiName(SlotNames(name, slots)).
-func Permit(name string, slots []int, permits int) func(l *Lease, prefix, _, value string) Shape {
+// of the semaphore name whose size is permits at version, for a Request
+// whose Name is MultiName(SlotNames(name, slots)).
+func Permit(name string, slots []int, permits int, version int64) func(l *Lease, prefix, _, value string) Shape {
 	return func(l *Lease, prefix, _, value string) Shape {
 		nk := &l.e.Keys
 		line := LineKey(prefix, name)
-		p := &permit{value: value, permits: permits, line: line}
+		p := &permit{value: value, permits: permits, version: version, line: line}
 		head := []any{PermitsKey(prefix, name), QueueKey(line), SeenKey(line), NextKey(line)}
 		all := make([]any, permits)
 		for i := range all {
@@ -89,10 +90,10 @@ func (p *permit) Acquire(l *Lease, waitedUs int64) *nodescript.Call {
 	life := sizeLife(e, l.term.TTL)
 	if e.Fencing {
 		return nodescript.NewCall(nodescript.FencedSemAcquire, p.fenced,
-			p.value, l.term.Arg, l.list.Roster, e.Args.StaleWaiter, waitedUs, l.waiter, p.permits, life)
+			p.value, l.term.Arg, l.list.Roster, e.Args.StaleWaiter, waitedUs, l.waiter, p.permits, life, p.version)
 	}
 	return nodescript.NewCall(nodescript.SemAcquire, p.acquire,
-		p.value, l.term.Arg, "", e.Args.StaleWaiter, waitedUs, l.waiter, p.permits, life)
+		p.value, l.term.Arg, "", e.Args.StaleWaiter, waitedUs, l.waiter, p.permits, life, p.version)
 }
 
 func (p *permit) Commit(l *Lease, token int64) *nodescript.Call {

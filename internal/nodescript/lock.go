@@ -183,7 +183,7 @@ var (
 
 	InspectMulti = luascript.New(noWrites + inspectKeysPrelude + inspectMultiBody)
 	RWInspect    = luascript.New(noWrites + inspectKeysPrelude + rwInspectBody)
-	SemInspect   = luascript.New(noWrites + inspectKeysPrelude + semInspectBody)
+	SemInspect   = luascript.New(noWrites + inspectKeysPrelude + sizePrelude + semInspectBody)
 )
 
 // noWrites is the shebang that flags a script read only (Redis 7.0 and

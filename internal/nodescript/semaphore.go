@@ -12,6 +12,10 @@ import (
 // after a check of the semaphore's size stored there (lua/permits.lua)
 // and of its waiting line (lua/sem_line.lua), one per semaphore.
 var (
+	//go:embed lua/size.lua
+	sizePrelude string
+	//go:embed lua/size_read.lua
+	sizeReadBody string
 	//go:embed lua/permits.lua
 	permitsPrelude string
 	//go:embed lua/sem_line.lua
@@ -37,13 +41,13 @@ var (
 //	KEYS[5+K..] per slot taken: lock key, release marker, promise NEXT
 //	ARGV[1] value   ARGV[2] TTL in ms   ARGV[3] '' (no roster)
 //	ARGV[4] STALE in ms   ARGV[5] WAITED in µs   ARGV[6] waiter ('': none)
-//	ARGV[7] K   ARGV[8] the size's lifetime in ms
+//	ARGV[7] K   ARGV[8] the size's lifetime in ms   ARGV[9] the size's version
 //
 // Returns 1, 0 or 2 as Acquire does (lua/sem_take.lua), or a PERMITS or
 // WRONGTYPE error.
 var SemAcquire = luascript.New(`local QUEUE, SEEN, NEXT, WAITER = KEYS[2], KEYS[3], KEYS[4], ARGV[6]
 local PERMITS, SLOTS, MEMBERS, STRIDE = 1, 5, 5 + tonumber(ARGV[7]), 3
-` + wrongTypePrelude + QueuePrelude + multiTakePrelude + permitsPrelude + semLinePrelude + semTakePrelude +
+` + wrongTypePrelude + QueuePrelude + multiTakePrelude + sizePrelude + permitsPrelude + semLinePrelude + semTakePrelude +
 	`return takeSet()
 `)
 
@@ -60,7 +64,7 @@ var FencedSemAcquire = luascript.New(`local IDKEY, REPLIDKEY, LOSTKEY, ROSTERKEY
 local NONCE, ROSTER = ARGV[1], ARGV[3]
 local QUEUE, SEEN, NEXT, WAITER = KEYS[8], KEYS[9], KEYS[10], ARGV[6]
 local PERMITS, SLOTS, MEMBERS, STRIDE = 7, 11, 11 + tonumber(ARGV[7]), 4
-` + IdentityPrelude + wrongTypePrelude + QueuePrelude + multiTakePrelude + permitsPrelude + semLinePrelude +
+` + IdentityPrelude + wrongTypePrelude + QueuePrelude + multiTakePrelude + sizePrelude + permitsPrelude + semLinePrelude +
 	semTakePrelude + multiFencedAcquireBody)
 
 // SemRelease releases a permit's slots, and tells the line of an Unlock
@@ -76,11 +80,13 @@ var SemLeave = luascript.New(`local QUEUE, SEEN, WAITER, SLOTS = KEYS[1], KEYS[2
 ` + semLinePrelude + semLeaveBody)
 
 // SemExtend extends a permit's slots, fenced or not (lua/sem_extend.lua).
-var SemExtend = luascript.New(semExtendSource)
+var SemExtend = luascript.New(sizePrelude + semExtendSource)
 
-// Census tells which slots a node holds (lua/census.lua), and SetPermits
-// stores a semaphore's size (lua/setpermits.lua).
+// Census tells which slots a node holds (lua/census.lua); SetPermits
+// stores a semaphore's size at a version (lua/setpermits.lua), and
+// SizeRead reads it (lua/size_read.lua).
 var (
 	Census     = luascript.New(censusSource)
-	SetPermits = luascript.New(wrongTypePrelude + setPermitsSource)
+	SetPermits = luascript.New(wrongTypePrelude + sizePrelude + setPermitsSource)
+	SizeRead   = luascript.New(noWrites + wrongTypePrelude + sizePrelude + sizeReadBody)
 )

@@ -42,7 +42,11 @@ func beParent(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	select {} // until killed
+	// Until killed. Not select{}: with no other goroutine left to wake it,
+	// the runtime calls that a deadlock and exits (seen with go1.26.8).
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 func TestWaitReportsTheJobsStatus(t *testing.T) {

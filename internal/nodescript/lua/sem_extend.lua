@@ -10,7 +10,7 @@
 --   fenced: KEYS[2] the node's id marker   KEYS[3] its longest TTL in use
 --   KEYS[first..] the slots' lock keys (first: 4 fenced, 2 not)
 --   ARGV[1] value   ARGV[2] TTL in ms   ARGV[3] how long the size lives, ms
---   ARGV[4] 1 fenced, 0 not   ARGV[5] the holder's size
+--   ARGV[4] 1 fenced, 0 not   ARGV[5] the holder's K
 --   ARGV[6..] the slots, in the order of their keys
 --
 -- Returns 1 or 0; fenced, {1 or 0, the node's id, -1 for none}.
@@ -19,16 +19,18 @@ local first = 2
 if fenced then first = 4 end
 local held = 1
 local size = redis.pcall('GET', KEYS[1])
+if type(size) ~= 'string' then size = nil end
+size = parseSize(size)
 for k = first, #KEYS do
   local slot = tonumber(ARGV[6 + k - first])
-  if (type(size) == 'string' and slot >= tonumber(size)) or redis.pcall('GET', KEYS[k]) ~= ARGV[1] then
+  if (size and slot >= size) or redis.pcall('GET', KEYS[k]) ~= ARGV[1] then
     held = 0
     break
   end
 end
 if held == 1 then
   for k = first, #KEYS do redis.call('PEXPIRE', KEYS[k], ARGV[2]) end
-  if size == ARGV[5] and redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
+  if size == tonumber(ARGV[5]) and redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
   end
   if fenced and tonumber(redis.call('GET', KEYS[3]) or '0') < tonumber(ARGV[2]) then

@@ -7,14 +7,15 @@
 -- MEMBERS and STRIDE (where the chosen slots' keys begin in KEYS, and how
 -- many each has: lock key, release marker, promise NEXT[, H]), and the
 -- line's globals (sem_line.lua, queue.lua). ARGV[4] and ARGV[5] are the
--- queue's STALE and WAITED, ARGV[7] K, ARGV[8] the size's lifetime.
+-- queue's STALE and WAITED, ARGV[7] K, ARGV[8] the size's lifetime, ARGV[9]
+-- the version of the client's size.
 --
 -- Returns 1 or 0 as multi_take.lua does, and 2 when the chosen slots are
 -- free here but waiters ahead in the line have them (as the mutex's 2:
 -- free but promised). A waiter that is refused joins the line, or keeps
 -- its place; one granted here leaves it.
 local function takeSet()
-  local bad = checkPermits(KEYS[PERMITS], ARGV[7], ARGV[8])
+  local bad = checkPermits(KEYS[PERMITS], ARGV[7], ARGV[9], ARGV[8])
   if bad then return bad end
   local n = (#KEYS - MEMBERS + 1) / STRIDE
   if lineAhead(n, tonumber(ARGV[7]), tonumber(ARGV[5]) or 0) then
