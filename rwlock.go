@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/lease"
+	"github.com/quorumlock/redlock/internal/nodescript"
 )
 
 // The read-write lock: many readers or one writer (docs/rwlock.md). Each
 // node grants a read where no writer holds the name, none is promised it
-// and none waits in its queue, and a write where no writer and no live
+// and none waits in its queue unless the reader waited through a writer
+// phase (the phase-fair rule), and a write where no writer and no live
 // reader holds it; any two majorities meet, so a reader and a writer never
 // both hold a majority. Every reader has its own entry and expiry on each
 // node. Every grant mints a token: a writer's exceeds every earlier
@@ -41,7 +43,8 @@ func (m *RWMutex) Name() string { return m.name }
 // TryRLock makes one attempt to take a read hold. It is refused
 // (ErrLocked) while a writer holds the lock, is promised it, or waits for
 // it: a waiting writer blocks new readers, so that readers who keep
-// overlapping do not starve it. Its other errors are TryLock's.
+// overlapping do not starve it. It never waits, so it never joins a
+// reader phase (RLock does). Its other errors are TryLock's.
 func (m *RWMutex) TryRLock(ctx context.Context, opts ...LockOption) (*RWLock, error) {
 	return m.try(ctx, true, opts)
 }
@@ -68,13 +71,16 @@ func (m *RWMutex) try(ctx context.Context, reader bool, opts []LockOption) (*RWL
 }
 
 // RLock takes a read hold, retrying until it gets one, ctx ends, or an
-// outage outlasts the client's bound, as LockMulti does: readers do not
-// wait in the queue (only writers do). A refused reader hears the
-// writer's releases: when the last writer ahead of it unlocks with no
-// other writer queued, every waiting reader is woken at once; otherwise
-// it retries after the client's retry delay (a queued writer that gives up
-// without being promised the lock, or whose liveness lapses, tells
-// nobody).
+// outage outlasts the client's bound, as LockMulti does. Readers do not
+// wait in the writers' queue, but the lock is phase-fair: a reader refused
+// while a writer holds the lock, is promised it or waits for it is
+// admitted when that writer phase ends (the holder's Unlock or
+// Downgrade), ahead of the writers still queued, so it waits for one
+// writer phase at most, and writers wait for one reader phase at most plus
+// the writers ahead of them (docs/rwlock.md, Fairness). A refused reader
+// hears the writer's releases: an Unlock that begins a reader phase wakes
+// every waiting reader at once; otherwise it retries after the client's
+// retry delay.
 func (m *RWMutex) RLock(ctx context.Context, opts ...LockOption) (*RWLock, error) {
 	ls, err := m.c.leaseOf(m.c.defaultLease(), opts)
 	if err != nil {
@@ -84,8 +90,13 @@ func (m *RWMutex) RLock(ctx context.Context, opts ...LockOption) (*RWLock, error
 		return l, err
 	}
 	var l *RWLock
-	err = m.c.retry(ctx, m.name, watch{keys: []string{lease.RWKey(m.c.cfg.keyPrefix, m.name)}}, func(string, time.Duration) (err error) {
-		l, err = m.attempt(ctx, true, "", 0, ls)
+	key := lease.RWKey(m.c.cfg.keyPrefix, m.name)
+	_, wait, seen := lease.PhaseKeys(key)
+	leave := func(reader string) *nodescript.Call {
+		return nodescript.NewCall(nodescript.RWLeave, nodescript.BoxKeys(wait, seen), reader)
+	}
+	err = m.c.retry(ctx, m.name, watch{keys: []string{key}, leave: leave}, func(reader string, _ time.Duration) (err error) {
+		l, err = m.attempt(ctx, true, reader, 0, ls)
 		return err
 	})
 	return l, err

@@ -26,6 +26,8 @@ type familyRow struct {
 	p50Plain   map[string]time.Duration // the same, unfenced, on the appendonly-no nodes
 	readTput   float64                  // read-heavy load on the read-write lock, ops/s
 	mutexTput  float64                  // the same work under the mutex, ops/s
+	mixed      mixedCell                // the mixed load on the read-write lock
+	mixedMutex mixedCell                // the same work under the mutex
 	semLeast   float64                  // least share of acquisitions of a waiter, over a fair share
 	mutexLeast float64
 }
@@ -45,6 +47,8 @@ const (
 	familyWorkers = 8                    // goroutines of the read-heavy load and of the fairness cells
 	familyWork    = 2 * time.Millisecond // the critical section's work
 	familyWrites  = 10                   // percent of the read-heavy load's operations that write
+	mixedWorkers  = 16                   // goroutines of the mixed load
+	mixedWrites   = 20                   // percent of the mixed load's operations that write
 )
 
 // familyOptions are the clients' options in this step: fenced, and the
@@ -59,6 +63,8 @@ func (b *bench) familyStep(ctx context.Context, run int, set, plain *nodeSet, rd
 	row.p50Plain = b.familyCycles(ctx, run, plain.addrs, redlock.WithoutFencing())
 	row.mutexTput = b.readHeavy(ctx, set.addrs, fmt.Sprint("fam-rw-m:", run), false)
 	row.readTput = b.readHeavy(ctx, set.addrs, fmt.Sprint("fam-rw-r:", run), true)
+	row.mixedMutex = b.mixedLoad(ctx, set.addrs, fmt.Sprint("fam-mix-m:", run), false)
+	row.mixed = b.mixedLoad(ctx, set.addrs, fmt.Sprint("fam-mix-r:", run), true)
 	row.mutexLeast = b.fairness(ctx, set.addrs, fmt.Sprint("fam-fair-m:", run), 1)
 	row.semLeast = b.fairness(ctx, set.addrs, fmt.Sprint("fam-fair-s:", run), 2)
 }
@@ -147,7 +153,12 @@ type acquire func(ctx context.Context, c *redlock.Client, w, i int) func(context
 // again and again. It returns each worker's completed cycles, or nil if a
 // client could not be built.
 func (b *bench) familyCell(ctx context.Context, addrs []string, take acquire) []int64 {
-	clients := make([]*redlock.Client, familyWorkers)
+	return b.familyCellOf(ctx, familyWorkers, addrs, take)
+}
+
+// familyCellOf is familyCell with workers goroutines.
+func (b *bench) familyCellOf(ctx context.Context, workers int, addrs []string, take acquire) []int64 {
+	clients := make([]*redlock.Client, workers)
 	for w := range clients {
 		c, close, err := familyClient(addrs)
 		if err != nil {
@@ -157,7 +168,7 @@ func (b *bench) familyCell(ctx context.Context, addrs []string, take acquire) []
 		defer close()
 		clients[w] = c
 	}
-	counts := make([]int64, familyWorkers)
+	counts := make([]int64, workers)
 	deadline := time.Now().Add(b.contendFor)
 	var wg sync.WaitGroup
 	for w, c := range clients {
@@ -211,6 +222,61 @@ func (b *bench) readHeavy(ctx context.Context, addrs []string, name string, rw b
 	return float64(done) / b.contendFor.Seconds()
 }
 
+// mixedCell is what a mixed load measured: operations per second, and the
+// longest a reader and a writer waited for a hold (acquisitions that gave
+// up count with their whole wait).
+type mixedCell struct {
+	tput                float64
+	readWait, writeWait time.Duration
+}
+
+// mixedLoad is a contended cell on one name, mixedWorkers goroutines:
+// mixedWrites percent of the operations take the write lock (or, without
+// rw, the mutex for every operation), the rest a read lock.
+func (b *bench) mixedLoad(ctx context.Context, addrs []string, name string, rw bool) mixedCell {
+	var mu sync.Mutex
+	var cell mixedCell
+	longest := func(d *time.Duration, start time.Time) {
+		mu.Lock()
+		*d = max(*d, time.Since(start))
+		mu.Unlock()
+	}
+	counts := b.familyCellOf(ctx, mixedWorkers, addrs, func(ctx context.Context, c *redlock.Client, w, i int) func(context.Context) error {
+		m, _ := c.RWMutex(name)
+		write := (i*mixedWorkers+w)%100 < mixedWrites
+		start := time.Now()
+		wait := &cell.readWait
+		if write {
+			wait = &cell.writeWait
+		}
+		defer longest(wait, start)
+		switch {
+		case !rw:
+			if l, err := c.Lock(ctx, name); err == nil {
+				return l.Unlock
+			}
+		case write:
+			if l, err := m.Lock(ctx); err == nil {
+				return l.Unlock
+			}
+		default:
+			if l, err := m.RLock(ctx); err == nil {
+				return l.Unlock
+			}
+		}
+		return nil
+	})
+	if counts == nil {
+		return mixedCell{tput: nan}
+	}
+	var done int64
+	for _, n := range counts {
+		done += n
+	}
+	cell.tput = float64(done) / b.contendFor.Seconds()
+	return cell
+}
+
 // fairness is a contended cell on a semaphore of permits (1: the mutex);
 // it returns the least share of acquisitions a goroutine got, over a fair
 // share (1 is perfectly fair).
@@ -255,7 +321,7 @@ func (r *report) writeFamily(out string) error {
 	p("%d cores, %s. Each figure is a ratio (or share) computed within one run; the table shows its median over ", runtime.NumCPU(), runtime.Version())
 	p("the runs and, in brackets, the least and greatest. Clients use `WithTTL(10s)` and `WithRetryDelay(1ms, 5ms)` ")
 	p("on both sides of every comparison.\n\n")
-	p("| figure | median [range] | target (issue 25) | verdict |\n|---|---|---|---|\n")
+	p("| figure | median [range] | target (issues 25, 34) | verdict |\n|---|---|---|---|\n")
 	f2 := func(s spread, unit string) string {
 		if s.n == 0 {
 			return "-"
@@ -285,8 +351,11 @@ func (r *report) writeFamily(out string) error {
 			return ratioPos(float64(f.p50[kind]), float64(f.p50[fMutex]))
 		})
 		target, v := "within 1.3x", verdict(s, s.med <= 1.3)
-		if kind == fWrite {
+		switch kind {
+		case fWrite:
 			target, v = "-", "-"
+		case fRead:
+			target, v = "within 1.1x (issue 34)", verdict(s, s.med <= 1.1)
 		}
 		p("| uncontended %s, p50 / the mutex's | %s | %s | %s |\n", kind, f2(s, "x"), target, v)
 	}
@@ -303,6 +372,20 @@ func (r *report) writeFamily(out string) error {
 	s := get(func(f *familyRow) float64 { return ratioF(f.readTput, f.mutexTput) })
 	p("| read-heavy load (%d goroutines, %d%% writes, %v of work each): read-write lock ops/s / the mutex's | %s | at least 3x | %s |\n",
 		familyWorkers, familyWrites, familyWork, f2(s, "x"), verdict(s, s.med >= 3))
+	s = get(func(f *familyRow) float64 { return ratioF(f.mixed.tput, f.mixedMutex.tput) })
+	p("| mixed load (%d goroutines, %d%% writes, %v of work each): read-write lock ops/s / the mutex's | %s | - | - |\n",
+		mixedWorkers, mixedWrites, familyWork, f2(s, "x"))
+	ms := func(f func(*familyRow) time.Duration) string {
+		s := get(func(r *familyRow) float64 { return float64(f(r).Milliseconds()) })
+		if s.n == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f ms [%.0f–%.0f]", s.med, s.lo, s.hi)
+	}
+	p("| mixed load: the longest wait of a reader (read-write lock) | %s | one writer phase (issue 34) | - |\n", ms(func(f *familyRow) time.Duration { return f.mixed.readWait }))
+	p("| mixed load: the longest wait of a writer (read-write lock) | %s | one reader phase and the writers ahead | - |\n", ms(func(f *familyRow) time.Duration { return f.mixed.writeWait }))
+	p("| mixed load: the longest wait of any caller under the mutex, same work | %s | - | - |\n",
+		ms(func(f *familyRow) time.Duration { return max(f.mixedMutex.readWait, f.mixedMutex.writeWait) }))
 	s = get(func(f *familyRow) float64 { return f.semLeast })
 	m := get(func(f *familyRow) float64 { return f.mutexLeast })
 	p("| semaphore (K=2) handoff fairness: least share of a waiter / a fair share, %d goroutines | %s | shown beside the mutex's | - |\n", familyWorkers, f2(s, ""))

@@ -15,6 +15,9 @@ type rw struct {
 	reader  bool // a read lease
 	readers any  // the readers' sorted set
 	hr      any  // HR
+	phase   any  // RPHASE, RWAIT, RSEEN: the phase-fair rule's (lua/rw_phase.lua)
+	wait    any
+	seen    any
 }
 
 // RWKey is the writer's key of the read-write lock name: beside the mutex
@@ -32,12 +35,20 @@ func ReadersKey(key string) string { return key + ":readers" }
 // lock whose writer's key is key.
 func ReadHighKey(key string) string { return key + ":fence:read" }
 
+// PhaseKeys are the phase-fair rule's keys of the read-write lock whose
+// writer's key is key: the phase counter, the waiting readers' phases and
+// their liveness (lua/rw_phase.lua).
+func PhaseKeys(key string) (phase, wait, seen string) {
+	return key + ":rphase", key + ":rwait", key + ":rwait:seen"
+}
+
 // RW is the shape of a read (reader) or write lease on the read-write lock
 // of the Request's Name.
 func RW(reader bool) func(l *Lease, prefix, name, value string) Shape {
 	return func(l *Lease, prefix, name, value string) Shape {
 		key := RWKey(prefix, name)
 		s := &rw{reader: reader, readers: ReadersKey(key), hr: ReadHighKey(key)}
+		s.phase, s.wait, s.seen = PhaseKeys(key)
 		s.initKey(key, value)
 		return s
 	}
@@ -55,14 +66,17 @@ func (s *rw) Acquire(l *Lease, waitedUs int64) *nodescript.Call {
 	switch {
 	case s.reader && e.Fencing:
 		return nodescript.NewCall(nodescript.FencedRWRead, []any{k[0], k[1], k[2], k[3], k[4], s.readers, HighKey(s.key),
-			nk.Counter, nk.ID, nk.Replid, nk.Lost, nk.Roster, nk.MaxTTL}, s.value, l.term.Arg, l.list.Roster, e.Args.StaleWaiter)
+			nk.Counter, nk.ID, nk.Replid, nk.Lost, nk.Roster, nk.MaxTTL, s.phase, s.wait, s.seen},
+			s.value, l.term.Arg, l.list.Roster, e.Args.StaleWaiter, l.waiter)
 	case s.reader:
-		return nodescript.NewCall(nodescript.RWRead, []any{k[0], k[1], k[2], k[3], k[4], s.readers, HighKey(s.key)}, s.value, l.term.Arg, "", e.Args.StaleWaiter)
+		return nodescript.NewCall(nodescript.RWRead, []any{k[0], k[1], k[2], k[3], k[4], s.readers, HighKey(s.key), s.phase, s.wait, s.seen},
+			s.value, l.term.Arg, "", e.Args.StaleWaiter, l.waiter)
 	case e.Fencing:
 		return nodescript.NewCall(nodescript.FencedRWWrite, []any{k[0], k[1], HighKey(s.key), nk.Counter, nk.ID, nk.Replid, nk.Lost,
-			nk.Roster, nk.MaxTTL, k[2], k[3], k[4], s.readers}, s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs, l.list.Roster)
+			nk.Roster, nk.MaxTTL, k[2], k[3], k[4], s.readers, s.phase, s.wait, s.seen}, s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs, l.list.Roster)
 	}
-	return nodescript.NewCall(nodescript.RWWrite, append(k[:5:5], s.readers), s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs)
+	return nodescript.NewCall(nodescript.RWWrite, []any{k[0], k[1], k[2], k[3], k[4], s.readers, s.phase, s.wait, s.seen},
+		s.value, l.term.Arg, l.waiter, e.Args.StaleWaiter, waitedUs)
 }
 
 func (s *rw) Commit(l *Lease, token int64) *nodescript.Call {
@@ -76,7 +90,13 @@ func (s *rw) Commit(l *Lease, token int64) *nodescript.Call {
 }
 
 func (s *rw) Release(l *Lease, markerTTL any, announce bool) *nodescript.Call {
-	return nodescript.NewCall(nodescript.RWRelease, append(s.keyArgs[:5:5], s.readers), s.value, markerTTL, announceArg(announce), l.waiter, l.e.Args.PromiseFor)
+	k := s.keyArgs
+	writer := 1
+	if s.reader {
+		writer = 0
+	}
+	return nodescript.NewCall(nodescript.RWRelease, []any{k[0], k[1], k[2], k[3], k[4], s.readers, s.phase, s.wait, s.seen},
+		s.value, markerTTL, announceArg(announce), l.waiter, l.e.Args.PromiseFor, writer)
 }
 
 func (s *rw) Extend(l *Lease, ttlArg any) *nodescript.Call {
@@ -91,5 +111,6 @@ func (s *rw) Extend(l *Lease, ttlArg any) *nodescript.Call {
 func Downgrade(l *Lease) *nodescript.Call {
 	s := l.shape.(*rw)
 	k := s.keyArgs
-	return nodescript.NewCall(nodescript.RWDowngrade, []any{k[0], s.readers, k[2], k[3], k[4]}, s.value, l.waiter)
+	return nodescript.NewCall(nodescript.RWDowngrade, []any{k[0], s.readers, k[2], k[3], k[4], k[1], s.phase, s.wait, s.seen},
+		s.value, l.waiter, l.e.Args.PromiseFor)
 }

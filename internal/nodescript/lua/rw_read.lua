@@ -1,7 +1,9 @@
 -- A read-write lock's read acquisition: a reader entry of its own, with its
 -- own expiry, granted where no writer holds the lock, none is promised it,
--- and no live writer waits in the queue (only writers queue: a reader
--- behind a queued writer waits, so writers are not starved).
+-- and either no live writer waits in the queue or this reader waits from a
+-- reader phase that a writer's Unlock has begun (rw_phase.lua). Only
+-- writers queue: a reader behind a queued writer waits, so writers are not
+-- starved, and it waits for one writer phase at most, so readers are not.
 --
 --   KEYS[1] the writer's key   KEYS[2] release marker of this value
 --   KEYS[3..5] the writers' queue: promise NEXT, QUEUE, SEEN
@@ -10,7 +12,10 @@
 --   fenced: KEYS[8] G   KEYS[9..12] id marker, replication id, lost stamp,
 --           roster   KEYS[13] the longest TTL used on this node
 --   ARGV[1] value   ARGV[2] TTL in ms   ARGV[3] the roster ('' unfenced)
---   ARGV[4] how long the mark of a refused reader lasts, ms (watch.lua)
+--   ARGV[4] how long the mark of a refused reader lasts, ms (watch.lua),
+--   and its liveness in RSEEN   ARGV[5] the reader's waiter id ('' for a
+--   single attempt: it never waits)
+--   RPHASE, RWAIT, RSEEN: rw_phase.lua's, after the keys above
 --
 -- Returns 1 granted or 0 refused; fenced, {status, candidate} as
 -- fenced_acquire.lua (a refused node proposes no candidate).
@@ -23,12 +28,18 @@ if FENCED then
   end
   if (redis.call('GET', ROSTERKEY) or '') ~= ROSTER then return {-3, 0} end
 end
-local function refused()
+local function refused(now)
   watch(KEYS[4], KEYS[5], ARGV[4]) -- the writer's release wakes the waiting readers
+  waitRead(WAITER, now or phaseNow(), ARGV[4])
   if FENCED then return {0, 0} end
   return 0
 end
-if redis.call('EXISTS', KEYS[2]) == 1 then return refused() end
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  -- A copy of a rolled-back attempt: it registers nothing.
+  watch(KEYS[4], KEYS[5], ARGV[4])
+  if FENCED then return {0, 0} end
+  return 0
+end
 local w = redis.pcall('GET', KEYS[1])
 if type(w) == 'table' and w.err then return wrongType(KEYS[1]) end
 if w or redis.call('EXISTS', KEYS[3]) == 1 then return refused() end
@@ -42,7 +53,7 @@ local function writerQueued()
   end
   return false
 end
-if writerQueued() then return refused() end
+if writerQueued() and not inEarlierPhase(WAITER) then return refused(now) end
 local purged = redis.pcall('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 if type(purged) == 'table' and purged.err then return wrongType(KEYS[6]) end
 -- NX: a copy of this call that lands late (a resend, a paused node) must

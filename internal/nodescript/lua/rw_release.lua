@@ -1,26 +1,58 @@
 -- Release of a read-write lock, either side (release.lua runs unchanged as
--- releaseOne on the writer's keys). A reader leaves its own entry; the
--- last live reader to leave hands the lock to the first queued writer, as a
--- writer's Unlock does. A writer's release, and a rollback that finds no
--- entry of this value, are release.lua's, release marker included.
+-- releaseOne on the writer's keys). A reader leaves its own entry and the
+-- readers' wait; the last live reader to leave hands the lock to the first
+-- queued writer, as a writer's Unlock does, unless a reader still waits
+-- from the reader phase now running (rw_phase.lua). A writer's Unlock ends
+-- its phase: while readers wait it promises the lock to no writer and wakes
+-- them instead. A rollback, and a writer's release with nobody waiting to
+-- read, are release.lua's, release marker included.
 --
 --   KEYS[1..5] the writer's key, release marker, NEXT, QUEUE, SEEN
---   KEYS[6] READERS
---   ARGV: release.lua's
+--   KEYS[6] READERS   KEYS[7..9] RPHASE, RWAIT, RSEEN
+--   ARGV[1..5]: release.lua's   ARGV[6] 1 for a write lease, 0 for a read
 local was = redis.pcall('ZREM', KEYS[6], ARGV[1])
+local announce = ARGV[3] == '1'
+local function wakeReaders(deleted)
+  redis.pcall('PUBLISH', KEYS[1] .. ':released', '')
+  return deleted
+end
 if was == 1 then
   -- A reader that waited as a writer (then downgraded) leaves the queue
   -- here too, whatever other readers remain.
-  if ARGV[3] == '1' and ARGV[4] ~= '' then
+  if announce and ARGV[4] ~= '' then
     redis.call('ZREM', KEYS[4], ARGV[4])
     redis.call('ZREM', KEYS[5], ARGV[4])
+    leaveRead(ARGV[4])
   end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local now = phaseNow()
   redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
   if redis.call('ZCARD', KEYS[6]) == 0 then
+    if announce and earlierReaders(now) then return wakeReaders(1) end
     releaseOne({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}, {ARGV[1], '0', ARGV[3], ARGV[4], ARGV[5]})
   end
   return 1
+end
+if announce and ARGV[6] == '1' and redis.call('EXISTS', RWAIT) == 1 then
+  local v = redis.pcall('GET', KEYS[1])
+  -- The writer's Unlock, where it held the lock or the key is gone. Once
+  -- per node: the release marker it leaves keeps a resent copy from ending
+  -- a second phase.
+  if type(v) ~= 'table' and (v == ARGV[1] or (not v and redis.call('EXISTS', KEYS[2]) == 0)) then
+    local marker = math.max(tonumber(ARGV[2]), tonumber(ARGV[5]))
+    redis.call('SET', KEYS[2], '1', 'PX', marker)
+    if endWriterPhase(phaseNow()) then
+      local deleted = 0
+      if v then
+        redis.call('DEL', KEYS[1])
+        deleted = 1
+      end
+      if ARGV[4] ~= '' then
+        redis.call('ZREM', KEYS[4], ARGV[4])
+        redis.call('ZREM', KEYS[5], ARGV[4])
+      end
+      redis.call('DEL', KEYS[3]) -- no writer is promised the lock
+      return wakeReaders(deleted)
+    end
+  end
 end
 return releaseOne({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}, ARGV)

@@ -3,17 +3,25 @@
 -- only where no reader holds the lock. Reader entries that have expired by
 -- the node's clock are purged first; while a live one remains, the writer is
 -- refused and joins the queue, where it blocks new readers (rw_read.lua), so
--- that readers who keep overlapping cannot starve it.
+-- that readers who keep overlapping cannot starve it. Nor is it granted
+-- while a reader waits from a reader phase that has begun (rw_phase.lua).
 --
 -- The script including it sets READERS (the readers' sorted set: reader
--- value -> expiry in ms on this node's clock) and FENCED first; fenced, the
+-- value -> expiry in ms on this node's clock), RPHASE, RWAIT, RSEEN and
+-- FENCED first; fenced, the
 -- identity checks run before the refusal, as the body's own would.
 do
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local purged = redis.pcall('ZREMRANGEBYSCORE', READERS, '-inf', now)
   if type(purged) == 'table' and purged.err then return wrongType(READERS) end
-  if redis.call('ZCARD', READERS) > 0 then
+  -- A live reader holds the lock, or one waits from a reader phase that a
+  -- writer's Unlock began (rw_phase.lua): that phase comes first, unless
+  -- this writer was promised the lock (a reader whose liveness had lapsed
+  -- when the promise was made waits for the next phase).
+  if redis.call('ZCARD', READERS) > 0 or
+      (redis.call('EXISTS', RWAIT) == 1 and (WAITER == '' or redis.call('GET', NEXT) ~= WAITER) and
+        earlierReaders(now)) then
     local refused = 0
     if FENCED then
       local id = nodeID()

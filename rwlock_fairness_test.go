@@ -1,0 +1,286 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/redis/go-redis/v9"
+)
+
+// The read-write lock is phase-fair (docs/rwlock.md, Fairness): a reader
+// refused during a writer phase is admitted when that phase ends, ahead of
+// the writers still queued; a writer waits for one reader phase at most.
+// Issue 34 found readers starved: 3 writers taking turns, one reader
+// looping RLock with 1 s deadlines for 4 s: 461 writes, 0 reads.
+
+// rwWaitingReaders is how many readers wait from any phase on node c.
+func rwWaitingReaders(t *testing.T, c redis.UniversalClient, name string) int64 {
+	t.Helper()
+	n, err := c.ZCard(context.Background(), "redlock:{"+name+"}:rw:rwait").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// rwQueuedWriters is how many writers wait in node c's queue.
+func rwQueuedWriters(t *testing.T, c redis.UniversalClient, name string) int64 {
+	t.Helper()
+	n, err := c.ZCard(context.Background(), "redlock:{"+name+"}:rw:queue").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitOnEvery polls until ok holds on every node, or fails the test after 5 s.
+func waitOnEvery(t *testing.T, cl *cluster, what string, ok func(c redis.UniversalClient) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		all := true
+		for _, c := range cl.inspect {
+			all = all && ok(c)
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 5 s: %s", what)
+		}
+	}
+}
+
+type rwResult struct {
+	l   *redlock.RWLock
+	err error
+	at  time.Time
+}
+
+func rwInBackground(ctx context.Context, m *redlock.RWMutex, reader bool) <-chan rwResult {
+	got := make(chan rwResult, 1)
+	go func() {
+		take := m.Lock
+		if reader {
+			take = m.RLock
+		}
+		l, err := take(ctx)
+		got <- rwResult{l, err, time.Now()}
+	}()
+	return got
+}
+
+// A reader refused while a writer holds the lock is admitted when that
+// writer unlocks, before the writer that queued behind it. With the rule
+// removed (a reader script that lets no waiting reader past a queued
+// writer, as before issue 34), the queued writer goes first: the reader
+// waits one writer phase more, and under a stream of writers, for ever.
+func TestRWReaderWaitsForOneWriterPhaseAtMost(t *testing.T) {
+	cl := startCluster(t, 3)
+	for _, ruleGone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ruleGone=%v", ruleGone), func(t *testing.T) {
+			var hooks map[int]redis.Hook
+			if ruleGone {
+				hooks = map[int]redis.Hook{}
+				for i := range cl.clients {
+					hooks[i] = replaceScript{name: "rw-read", source: readerWithoutPhases(t)}
+				}
+			}
+			c := cl.hookedOn(t, hooks, redlock.WithRetryDelay(5*time.Millisecond, 20*time.Millisecond))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			name := fmt.Sprintf("phase-%v", ruleGone)
+			m := rwMutex(t, c, name)
+			w1, err := m.TryLock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reader := rwInBackground(ctx, m, true)
+			if ruleGone {
+				time.Sleep(100 * time.Millisecond) // it registers nowhere: give it time to be refused
+			} else {
+				waitOnEvery(t, cl, "the reader waits", func(n redis.UniversalClient) bool { return rwWaitingReaders(t, n, name) == 1 })
+			}
+			writer := rwInBackground(ctx, m, false)
+			waitOnEvery(t, cl, "the second writer queues", func(n redis.UniversalClient) bool { return rwQueuedWriters(t, n, name) >= 1 })
+			if err := w1.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var first string
+			var r, w rwResult
+			select {
+			case r = <-reader:
+				first = "reader"
+			case w = <-writer:
+				first = "writer"
+			}
+			switch {
+			case !ruleGone && first != "reader":
+				t.Fatalf("the writer queued behind a waiting reader went first (%v)", w.err)
+			case ruleGone && first != "writer":
+				t.Fatalf("rule removed: the reader went first (%v): the replay no longer shows the trap", r.err)
+			}
+			if first == "reader" {
+				if r.err != nil {
+					t.Fatalf("reader: %v", r.err)
+				}
+				// The writer waits for the reader phase, then gets the lock.
+				select {
+				case w = <-writer:
+					t.Fatalf("the writer got in during the reader phase: %v", w.err)
+				case <-time.After(100 * time.Millisecond):
+				}
+				if err := r.l.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if w = <-writer; w.err != nil {
+					t.Fatalf("the writer after the reader phase: %v", w.err)
+				}
+				if w.l.Token() <= r.l.Token() {
+					t.Errorf("writer's token %d not above the reader's %d", w.l.Token(), r.l.Token())
+				}
+				_ = w.l.Unlock(ctx)
+				return
+			}
+			if w.err != nil {
+				t.Fatalf("writer: %v", w.err)
+			}
+			_ = w.l.Unlock(ctx)
+			if r = <-reader; r.err == nil {
+				_ = r.l.Unlock(ctx)
+			}
+		})
+	}
+}
+
+// readerWithoutPhases is the fenced reader script without the phase rule:
+// a live queued writer refuses every reader, and a refused reader waits
+// in no phase.
+func readerWithoutPhases(t *testing.T) string {
+	src := nodescript.FencedRWRead.Source()
+	for _, rule := range []string{" and not inEarlierPhase(WAITER)", "  waitRead(WAITER, now or phaseNow(), ARGV[4])\n"} {
+		if !strings.Contains(src, rule) {
+			t.Fatalf("the reader script no longer has the phase rule the replay removes (%q)", rule)
+		}
+		src = strings.Replace(src, rule, "", 1)
+	}
+	return src
+}
+
+// Readers refused in the same writer phase are all admitted when it ends,
+// and a reader that came during the reader phase, while a writer waits,
+// is not: it waits for the next one. The writer queued in between gets
+// the lock once the admitted readers leave.
+func TestRWReaderPhaseAdmitsOnlyTheReadersThatWaitedThroughAWrite(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithRetryDelay(5*time.Millisecond, 20*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	name := "phase-batch"
+	m := rwMutex(t, c, name)
+	w1, err := m.TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, r2 := rwInBackground(ctx, m, true), rwInBackground(ctx, m, true)
+	waitOnEvery(t, cl, "two readers wait", func(n redis.UniversalClient) bool { return rwWaitingReaders(t, n, name) == 2 })
+	w2 := rwInBackground(ctx, m, false)
+	waitOnEvery(t, cl, "a writer queues", func(n redis.UniversalClient) bool { return rwQueuedWriters(t, n, name) >= 1 })
+	if err := w1.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, b := <-r1, <-r2
+	if a.err != nil || b.err != nil {
+		t.Fatalf("readers that waited through the write: %v, %v", a.err, b.err)
+	}
+	// A reader arriving now, with the writer still queued, is refused.
+	if _, err := m.TryRLock(ctx); !errors.Is(err, redlock.ErrLocked) {
+		t.Fatalf("a new reader during the reader phase with a writer queued: %v, want ErrLocked", err)
+	}
+	late := rwInBackground(ctx, m, true)
+	for _, r := range []rwResult{a, b} {
+		if err := r.l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := <-w2
+	if w.err != nil {
+		t.Fatalf("the writer after the reader phase: %v", w.err)
+	}
+	select {
+	case r := <-late:
+		t.Fatalf("the late reader got in during the write: %v", r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := w.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-late
+	if r.err != nil {
+		t.Fatalf("the late reader, in the next reader phase: %v", r.err)
+	}
+	if r.l.Token() <= w.l.Token() {
+		t.Errorf("late reader's token %d not above the writer's %d", r.l.Token(), w.l.Token())
+	}
+	_ = r.l.Unlock(ctx)
+}
+
+// A reader that gives up leaves the readers' wait on every node, and one
+// that dies in it holds back the next writer for its liveness only: the
+// writer queued behind it gets the lock.
+func TestRWReaderThatGaveUpOrDiedHoldsNoWriterBack(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithRetryDelay(5*time.Millisecond, 20*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	name := "phase-gone"
+	m := rwMutex(t, c, name)
+	w1, err := m.TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithCancel(ctx)
+	reader := rwInBackground(rctx, m, true)
+	waitOnEvery(t, cl, "the reader waits", func(n redis.UniversalClient) bool { return rwWaitingReaders(t, n, name) == 1 })
+	rcancel()
+	if r := <-reader; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("the reader whose ctx ended: %v", r.err)
+	}
+	waitOnEvery(t, cl, "the reader left", func(n redis.UniversalClient) bool { return rwWaitingReaders(t, n, name) == 0 })
+
+	// A reader that died waiting, as its refusal left it on every node:
+	// waiting from this phase, live for 3 s more.
+	key := "redlock:{" + name + "}:rw"
+	for i, n := range cl.inspect {
+		until := float64(time.Now().Add(3 * time.Second).UnixMilli())
+		if err := n.ZAdd(ctx, key+":rwait", redis.Z{Member: "dead/1", Score: 0}).Err(); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		n.ZAdd(ctx, key+":rwait:seen", redis.Z{Member: "dead/1", Score: until})
+		n.Set(ctx, key+":rphase", 0, 10*time.Second)
+		n.PExpire(ctx, key+":rwait", 10*time.Second)
+		n.PExpire(ctx, key+":rwait:seen", 10*time.Second)
+	}
+	w2 := rwInBackground(ctx, m, false)
+	waitOnEvery(t, cl, "a writer queues", func(n redis.UniversalClient) bool { return rwQueuedWriters(t, n, name) >= 1 })
+	if err := w1.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The Unlock began a reader phase for the dead reader: no writer is
+	// promised the lock, and none granted it while the reader counts as live.
+	select {
+	case w := <-w2:
+		t.Fatalf("a writer got in during the dead reader's phase: %v", w.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	w := <-w2
+	if w.err != nil {
+		t.Fatalf("the writer behind a dead reader: %v", w.err)
+	}
+	_ = w.l.Unlock(ctx)
+}
