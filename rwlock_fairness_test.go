@@ -163,7 +163,7 @@ func TestRWReaderWaitsForOneWriterPhaseAtMost(t *testing.T) {
 // in no phase.
 func readerWithoutPhases(t *testing.T) string {
 	src := nodescript.FencedRWRead.Source()
-	for _, rule := range []string{" and not inEarlierPhase(WAITER)", "  waitRead(WAITER, now or phaseNow(), ARGV[4])\n"} {
+	for _, rule := range []string{" and not admitted(WAITER)", "  waitRead(WAITER, now or phaseNow(), ARGV[4], held)\n"} {
 		if !strings.Contains(src, rule) {
 			t.Fatalf("the reader script no longer has the phase rule the replay removes (%q)", rule)
 		}
@@ -254,7 +254,7 @@ func TestRWReaderThatGaveUpOrDiedHoldsNoWriterBack(t *testing.T) {
 	waitOnEvery(t, cl, "the reader left", func(n redis.UniversalClient) bool { return rwWaitingReaders(t, n, name) == 0 })
 
 	// A reader that died waiting, as its refusal left it on every node:
-	// waiting from this phase, live for 3 s more.
+	// needing the hold in progress to end, live for 3 s more.
 	key := "redlock:{" + name + "}:rw"
 	for i, n := range cl.inspect {
 		until := float64(time.Now().Add(3 * time.Second).UnixMilli())
@@ -271,7 +271,7 @@ func TestRWReaderThatGaveUpOrDiedHoldsNoWriterBack(t *testing.T) {
 	if err := w1.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The Unlock began a reader phase for the dead reader: no writer is
+	// The Unlock ended the hold the dead reader waited for: no writer is
 	// promised the lock, and none granted it while the reader counts as live.
 	select {
 	case w := <-w2:
@@ -281,6 +281,58 @@ func TestRWReaderThatGaveUpOrDiedHoldsNoWriterBack(t *testing.T) {
 	w := <-w2
 	if w.err != nil {
 		t.Fatalf("the writer behind a dead reader: %v", w.err)
+	}
+	_ = w.l.Unlock(ctx)
+}
+
+// A writer's Unlock that reaches only some nodes, its hold expiring on the
+// others, and one node down: the reader that waited for that hold must be
+// admitted on the nodes where the hold expired too. Counting the phase at
+// Unlock only (this rule's first version) admitted it where the Unlock
+// landed and refused it where the hold expired, while the queued writer
+// was refused where the reader was admitted: 2 and 2 of 5 with one down,
+// neither could get a majority for as long as the node stayed down.
+func TestRWReaderAdmittedWhereTheHoldItWaitedForExpired(t *testing.T) {
+	cl := startCluster(t, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	name := "phase-expired"
+	fast := redlock.WithRetryDelay(5*time.Millisecond, 20*time.Millisecond)
+	// The first writer's Unlock reaches nodes 0 and 1 only; its hold (1 s)
+	// expires on 2, 3 and 4.
+	h := cutScript("rw-release")
+	w1c := cl.actor(t, []*faultHook{nil, nil, h, h, h}, fast, redlock.WithTTL(time.Second))
+	// Everyone else has lost node 2.
+	others := cl.actor(t, []*faultHook{nil, nil, cut(), nil, nil}, fast)
+	w1, err := rwMutex(t, w1c, name).TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := rwMutex(t, others, name)
+	reader := rwInBackground(ctx, m, true)
+	waitOnEvery(t, cl, "the reader waits", func(n redis.UniversalClient) bool {
+		return n == cl.inspect[2] || rwWaitingReaders(t, n, name) == 1
+	})
+	writer := rwInBackground(ctx, m, false)
+	waitOnEvery(t, cl, "the second writer queues", func(n redis.UniversalClient) bool {
+		return n == cl.inspect[2] || rwQueuedWriters(t, n, name) >= 1
+	})
+	_ = w1.Unlock(ctx) // lands on 0 and 1 only
+	r := <-reader
+	if r.err != nil {
+		t.Fatalf("the reader: %v", r.err)
+	}
+	select {
+	case w := <-writer:
+		t.Fatalf("the writer got in during the reader's hold: %v", w.err)
+	default:
+	}
+	if err := r.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := <-writer
+	if w.err != nil {
+		t.Fatalf("the writer after the reader: %v", w.err)
 	}
 	_ = w.l.Unlock(ctx)
 }

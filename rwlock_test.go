@@ -171,7 +171,7 @@ func writeInBackground(t *testing.T, m *redlock.RWMutex, what string) <-chan *re
 // that a live queued writer refuses new readers.
 func readerIgnoringTheQueue(t *testing.T) string {
 	src := nodescript.FencedRWRead.Source()
-	rule := "if writerQueued() and not inEarlierPhase(WAITER) then return refused(now) end\n"
+	rule := "if writerQueued() and not admitted(WAITER) then return refused(now, false) end\n"
 	if !strings.Contains(src, rule) {
 		t.Fatal("the reader script no longer has the queue rule the replay removes")
 	}

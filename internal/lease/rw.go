@@ -111,6 +111,5 @@ func (s *rw) Extend(l *Lease, ttlArg any) *nodescript.Call {
 func Downgrade(l *Lease) *nodescript.Call {
 	s := l.shape.(*rw)
 	k := s.keyArgs
-	return nodescript.NewCall(nodescript.RWDowngrade, []any{k[0], s.readers, k[2], k[3], k[4], k[1], s.phase, s.wait, s.seen},
-		s.value, l.waiter, l.e.Args.PromiseFor)
+	return nodescript.NewCall(nodescript.RWDowngrade, []any{k[0], s.readers, k[2], k[3], k[4], s.phase, s.wait, s.seen}, s.value, l.waiter)
 }

@@ -80,7 +80,7 @@ local function releaseOne(KEYS, ARGV)
 	// RWExtend extends either side (lua/rw_extend.lua).
 	RWExtend = luascript.New(rwExtendSource)
 	// RWDowngrade turns the writer into a reader (lua/rw_downgrade.lua).
-	RWDowngrade = luascript.New(`local RPHASE, RWAIT, RSEEN = KEYS[7], KEYS[8], KEYS[9]
+	RWDowngrade = luascript.New(`local RPHASE, RWAIT, RSEEN = KEYS[6], KEYS[7], KEYS[8]
 ` + wrongTypePrelude + rwPhasePrelude + rwDowngradeSource)
 	// RWLeave takes a reader that gave up out of the readers' wait
 	// (lua/rw_leave.lua).

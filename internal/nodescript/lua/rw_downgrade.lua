@@ -5,15 +5,13 @@
 -- writers' queue, and a promise still naming it is withdrawn, as a release
 -- does: a writer that waited for the lock must not keep new readers out once
 -- it reads. Queued writers still block new readers, but the downgrade ends
--- the writer phase as an Unlock does: readers that waited through it are
--- admitted beside the holder (rw_phase.lua), and its release marker keeps
--- the holder's Unlock from ending another.
+-- the writer hold as an Unlock does: readers that waited for it are
+-- admitted beside the holder, and woken (rw_phase.lua).
 --
 --   KEYS[1] the writer's key   KEYS[2] READERS
 --   KEYS[3..5] the writers' queue: promise NEXT, QUEUE, SEEN
---   KEYS[6] the release marker of this value   KEYS[7..9] RPHASE, RWAIT, RSEEN
+--   KEYS[6..8] RPHASE, RWAIT, RSEEN
 --   ARGV[1] value   ARGV[2] the holder's waiter id ('' if it never waited)
---   ARGV[3] how long the marker lasts, ms
 -- Returns 1 if this node now holds the value as a reader, else 0, and a
 -- WRONGTYPE error naming READERS, with nothing written, if that key holds
 -- another type.
@@ -36,8 +34,5 @@ redis.call('DEL', KEYS[1])
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
 redis.call('PEXPIRE', KEYS[2], math.max(1, tonumber(last[2]) - now))
-if redis.call('EXISTS', RWAIT) == 1 then
-  redis.call('SET', KEYS[6], '1', 'PX', ARGV[3])
-  if endWriterPhase(now) then redis.pcall('PUBLISH', KEYS[1] .. ':released', '') end
-end
+if admittedReaders(now) then redis.pcall('PUBLISH', KEYS[1] .. ':released', '') end
 return 1

@@ -1,7 +1,7 @@
 -- A read-write lock's read acquisition: a reader entry of its own, with its
 -- own expiry, granted where no writer holds the lock, none is promised it,
--- and either no live writer waits in the queue or this reader waits from a
--- reader phase that a writer's Unlock has begun (rw_phase.lua). Only
+-- and either no live writer waits in the queue or the writer hold this
+-- reader waited for has ended (rw_phase.lua). Only
 -- writers queue: a reader behind a queued writer waits, so writers are not
 -- starved, and it waits for one writer phase at most, so readers are not.
 --
@@ -28,9 +28,9 @@ if FENCED then
   end
   if (redis.call('GET', ROSTERKEY) or '') ~= ROSTER then return {-3, 0} end
 end
-local function refused(now)
+local function refused(now, held)
   watch(KEYS[4], KEYS[5], ARGV[4]) -- the writer's release wakes the waiting readers
-  waitRead(WAITER, now or phaseNow(), ARGV[4])
+  waitRead(WAITER, now or phaseNow(), ARGV[4], held)
   if FENCED then return {0, 0} end
   return 0
 end
@@ -42,7 +42,8 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
 end
 local w = redis.pcall('GET', KEYS[1])
 if type(w) == 'table' and w.err then return wrongType(KEYS[1]) end
-if w or redis.call('EXISTS', KEYS[3]) == 1 then return refused() end
+if w then return refused(nil, true) end
+if redis.call('EXISTS', KEYS[3]) == 1 then return refused(nil, false) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- A live queued writer ('~life' is the lifetime of the readers' own mark:
@@ -53,7 +54,7 @@ local function writerQueued()
   end
   return false
 end
-if writerQueued() and not inEarlierPhase(WAITER) then return refused(now) end
+if writerQueued() and not admitted(WAITER) then return refused(now, false) end
 local purged = redis.pcall('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 if type(purged) == 'table' and purged.err then return wrongType(KEYS[6]) end
 -- NX: a copy of this call that lands late (a resend, a paused node) must

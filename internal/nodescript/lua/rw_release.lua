@@ -2,10 +2,12 @@
 -- releaseOne on the writer's keys). A reader leaves its own entry and the
 -- readers' wait; the last live reader to leave hands the lock to the first
 -- queued writer, as a writer's Unlock does, unless a reader still waits
--- from the reader phase now running (rw_phase.lua). A writer's Unlock ends
--- its phase: while readers wait it promises the lock to no writer and wakes
--- them instead. A rollback, and a writer's release with nobody waiting to
--- read, are release.lua's, release marker included.
+-- whose writer hold has ended (rw_phase.lua): the reader phase now running
+-- is that reader's too. A writer's Unlock ends its hold: while readers
+-- wait for it, it promises the lock to no writer and wakes them instead;
+-- where it finds no key (it never held the lock here, or its hold expired)
+-- it counts as a hold that ended, once. A rollback, and a writer's release
+-- with nobody waiting to read, are release.lua's, release marker included.
 --
 --   KEYS[1..5] the writer's key, release marker, NEXT, QUEUE, SEEN
 --   KEYS[6] READERS   KEYS[7..9] RPHASE, RWAIT, RSEEN
@@ -27,20 +29,22 @@ if was == 1 then
   local now = phaseNow()
   redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
   if redis.call('ZCARD', KEYS[6]) == 0 then
-    if announce and earlierReaders(now) then return wakeReaders(1) end
+    if announce and admittedReaders(now) then return wakeReaders(1) end
     releaseOne({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}, {ARGV[1], '0', ARGV[3], ARGV[4], ARGV[5]})
   end
   return 1
 end
 if announce and ARGV[6] == '1' and redis.call('EXISTS', RWAIT) == 1 then
   local v = redis.pcall('GET', KEYS[1])
-  -- The writer's Unlock, where it held the lock or the key is gone. Once
-  -- per node: the release marker it leaves keeps a resent copy from ending
-  -- a second phase.
-  if type(v) ~= 'table' and (v == ARGV[1] or (not v and redis.call('EXISTS', KEYS[2]) == 0)) then
-    local marker = math.max(tonumber(ARGV[2]), tonumber(ARGV[5]))
-    redis.call('SET', KEYS[2], '1', 'PX', marker)
-    if endWriterPhase(phaseNow()) then
+  if type(v) ~= 'table' and (v == ARGV[1] or not v) then
+    if not v then
+      -- Once per node: the release marker it leaves keeps a resent copy
+      -- from counting a second hold.
+      if redis.call('EXISTS', KEYS[2]) == 1 then return releaseOne({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}, ARGV) end
+      nextPhase()
+      redis.call('SET', KEYS[2], '1', 'PX', math.max(tonumber(ARGV[2]), tonumber(ARGV[5])))
+    end
+    if admittedReaders(phaseNow()) then
       local deleted = 0
       if v then
         redis.call('DEL', KEYS[1])

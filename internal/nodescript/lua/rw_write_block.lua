@@ -4,7 +4,8 @@
 -- the node's clock are purged first; while a live one remains, the writer is
 -- refused and joins the queue, where it blocks new readers (rw_read.lua), so
 -- that readers who keep overlapping cannot starve it. Nor is it granted
--- while a reader waits from a reader phase that has begun (rw_phase.lua).
+-- while a reader waits whose writer hold has ended (rw_phase.lua); a write
+-- it grants counts as the next writer hold while readers wait.
 --
 -- The script including it sets READERS (the readers' sorted set: reader
 -- value -> expiry in ms on this node's clock), RPHASE, RWAIT, RSEEN and
@@ -15,13 +16,13 @@ do
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local purged = redis.pcall('ZREMRANGEBYSCORE', READERS, '-inf', now)
   if type(purged) == 'table' and purged.err then return wrongType(READERS) end
-  -- A live reader holds the lock, or one waits from a reader phase that a
-  -- writer's Unlock began (rw_phase.lua): that phase comes first, unless
-  -- this writer was promised the lock (a reader whose liveness had lapsed
-  -- when the promise was made waits for the next phase).
-  if redis.call('ZCARD', READERS) > 0 or
-      (redis.call('EXISTS', RWAIT) == 1 and (WAITER == '' or redis.call('GET', NEXT) ~= WAITER) and
-        earlierReaders(now)) then
+  -- A live reader holds the lock, or one waits whose writer hold has ended
+  -- (rw_phase.lua): that reader phase comes first, unless this writer was
+  -- promised the lock (a reader whose liveness had lapsed when the promise
+  -- was made waits for the next phase).
+  local waiting = redis.call('EXISTS', RWAIT) == 1
+  local promised = waiting and WAITER ~= '' and redis.call('GET', NEXT) == WAITER
+  if redis.call('ZCARD', READERS) > 0 or (waiting and not promised and admittedReaders(now)) then
     local refused = 0
     if FENCED then
       local id = nodeID()
@@ -36,5 +37,12 @@ do
     -- queue its waiter again: it gave up.
     if redis.call('EXISTS', KEYS[2]) == 0 then enqueue() end
     return refused
+  end
+  -- The body grants the write where the key is free, this
+  -- value was not released here and no other waiter is promised it: that
+  -- hold is the phase the readers refused from now on wait for.
+  if waiting and not redis.pcall('GET', KEYS[1]) and redis.call('EXISTS', KEYS[2]) == 0 and
+      (promised or redis.call('EXISTS', NEXT) == 0) then
+    nextPhase()
   end
 end
