@@ -14,6 +14,8 @@
 --   ARGV[1..5]: release.lua's   ARGV[6] 1 for a write lease, 0 for a read
 local was = redis.pcall('ZREM', KEYS[6], ARGV[1])
 local announce = ARGV[3] == '1'
+-- A reader's Unlock leaves the readers' wait even where its entry is gone.
+if announce and ARGV[6] == '0' then leaveRead(ARGV[4]) end
 local function wakeReaders(deleted)
   redis.pcall('PUBLISH', KEYS[1] .. ':released', '')
   return deleted
@@ -24,7 +26,6 @@ if was == 1 then
   if announce and ARGV[4] ~= '' then
     redis.call('ZREM', KEYS[4], ARGV[4])
     redis.call('ZREM', KEYS[5], ARGV[4])
-    leaveRead(ARGV[4])
   end
   local now = phaseNow()
   redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
