@@ -194,23 +194,8 @@ func (b *bench) familyCellOf(ctx context.Context, workers int, addrs []string, t
 // read lock (the mutex). It returns the operations completed per second.
 func (b *bench) readHeavy(ctx context.Context, addrs []string, name string, rw bool) float64 {
 	counts := b.familyCell(ctx, addrs, func(ctx context.Context, c *redlock.Client, w, i int) func(context.Context) error {
-		m, _ := c.RWMutex(name)
 		write := (i*familyWorkers+w)%100 < familyWrites
-		switch {
-		case !rw:
-			if l, err := c.Lock(ctx, name); err == nil {
-				return l.Unlock
-			}
-		case write:
-			if l, err := m.Lock(ctx); err == nil {
-				return l.Unlock
-			}
-		default:
-			if l, err := m.RLock(ctx); err == nil {
-				return l.Unlock
-			}
-		}
-		return nil
+		return rwTake(ctx, c, name, rw, write)
 	})
 	if counts == nil {
 		return nan
@@ -220,6 +205,28 @@ func (b *bench) readHeavy(ctx context.Context, addrs []string, name string, rw b
 		done += n
 	}
 	return float64(done) / b.contendFor.Seconds()
+}
+
+// rwTake is one operation of the read-heavy and mixed cells: the write
+// lock or a read lock of the read-write lock name, or, without rw, its
+// mutex for either. It returns the release, or nil if not acquired.
+func rwTake(ctx context.Context, c *redlock.Client, name string, rw, write bool) func(context.Context) error {
+	m, _ := c.RWMutex(name)
+	switch {
+	case !rw:
+		if l, err := c.Lock(ctx, name); err == nil {
+			return l.Unlock
+		}
+	case write:
+		if l, err := m.Lock(ctx); err == nil {
+			return l.Unlock
+		}
+	default:
+		if l, err := m.RLock(ctx); err == nil {
+			return l.Unlock
+		}
+	}
+	return nil
 }
 
 // mixedCell is what a mixed load measured: operations per second, and the
@@ -242,7 +249,6 @@ func (b *bench) mixedLoad(ctx context.Context, addrs []string, name string, rw b
 		mu.Unlock()
 	}
 	counts := b.familyCellOf(ctx, mixedWorkers, addrs, func(ctx context.Context, c *redlock.Client, w, i int) func(context.Context) error {
-		m, _ := c.RWMutex(name)
 		write := (i*mixedWorkers+w)%100 < mixedWrites
 		start := time.Now()
 		wait := &cell.readWait
@@ -250,21 +256,7 @@ func (b *bench) mixedLoad(ctx context.Context, addrs []string, name string, rw b
 			wait = &cell.writeWait
 		}
 		defer longest(wait, start)
-		switch {
-		case !rw:
-			if l, err := c.Lock(ctx, name); err == nil {
-				return l.Unlock
-			}
-		case write:
-			if l, err := m.Lock(ctx); err == nil {
-				return l.Unlock
-			}
-		default:
-			if l, err := m.RLock(ctx); err == nil {
-				return l.Unlock
-			}
-		}
-		return nil
+		return rwTake(ctx, c, name, rw, write)
 	})
 	if counts == nil {
 		return mixedCell{tput: nan}
