@@ -2,6 +2,7 @@ package round
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,12 @@ func (e *Engine) Run(ctx context.Context, s Spec, done func(*Tally) bool,
 	}
 	t := NewTally(len(e.nodes))
 	err = e.collect(ctx, replies, t, done, deadline, soon)
+	if err == nil && !t.Won() && t.cutBy(ctx.Err()) {
+		// The calls that ctx ended decided the round (they left too few
+		// nodes to win) before collect saw ctx end: it was ctx, not the
+		// nodes, and the caller must be told so.
+		err = ctx.Err()
+	}
 	if err != nil {
 		t.CutShort(err, e.Unreachable, time.Since(deadline.Add(-e.timeout)))
 	}
@@ -162,7 +169,11 @@ func (e *Engine) call(ctx context.Context, r *round, i int, node redis.Universal
 	if err != nil && (outcome == NodeGranted || outcome == NodeRefused) {
 		outcome = NodeFailed
 	}
-	if outcome == NodeFailed && IsTimeout(err) {
+	if err != nil && outcome != NodeAmnesiac && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// The caller's ctx ended the call, not the node: it did not answer
+		// in time for this caller, which says nothing about the node.
+		outcome, err = NodeTimedOut, &noAnswerError{ctx.Err()}
+	} else if outcome == NodeFailed && IsTimeout(err) {
 		if cause := e.Unreachable(i); cause != nil {
 			err = cause // go-redis was redialling until the deadline
 		} else {

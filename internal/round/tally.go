@@ -1,6 +1,9 @@
 package round
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Tally counts the replies of one round. Its fields are the round's to
 // write and its caller's to read once the round has returned.
@@ -84,6 +87,20 @@ func (t *Tally) CutShort(err error, unreachable func(int) error, waited time.Dur
 			t.record(i, NodeTimedOut, silent, waited) // silent for as long as the round ran
 		}
 	}
+}
+
+// cutBy reports whether ctx's error ctxErr (nil if ctx has not ended) ended
+// a node's call before it answered.
+func (t *Tally) cutBy(ctxErr error) bool {
+	if ctxErr == nil {
+		return false
+	}
+	for _, r := range t.Results {
+		if r.Outcome == NodeTimedOut && errors.Is(r.Err, ctxErr) {
+			return true
+		}
+	}
+	return false
 }
 
 // noAnswerError is the Err of a node that had not answered when the
