@@ -128,8 +128,10 @@ func aclNodes(t *testing.T, channels ...string) []redis.UniversalClient {
 // familyACL is the least privilege of a client that uses the lock family
 // too, as docs/operations.md gives it: the mutex's, and the commands the
 // family's scripts call besides (readers' sets, the semaphore's size and
-// line, the marks of waiting readers and multi-locks).
-var familyACL = []any{"+pttl", "+zrangebyscore", "+zremrangebyscore", "+zcard"}
+// line, the marks of waiting readers and multi-locks), and TYPE, which the
+// read-write lock's contended calls use to tell a key of the application's
+// at one of its phase keys.
+var familyACL = []any{"+pttl", "+zrangebyscore", "+zremrangebyscore", "+zcard", "+type"}
 
 // The lock family as that user: a reader waiting behind a writer, a
 // downgrade, a semaphore's line and a permit of two slots, a multi-lock

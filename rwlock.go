@@ -91,9 +91,11 @@ func (m *RWMutex) RLock(ctx context.Context, opts ...LockOption) (*RWLock, error
 	}
 	var l *RWLock
 	key := lease.RWKey(m.c.cfg.keyPrefix, m.name)
-	_, wait, seen := lease.PhaseKeys(key)
+	phase, wait, seen := lease.PhaseKeys(key)
+	keys := nodescript.BoxKeys(key, lease.NextKey(key), lease.QueueKey(key), lease.SeenKey(key),
+		lease.ReadersKey(key), phase, wait, seen)
 	leave := func(reader string) *nodescript.Call {
-		return nodescript.NewCall(nodescript.RWLeave, nodescript.BoxKeys(wait, seen), reader)
+		return nodescript.NewCall(nodescript.RWLeave, keys, reader, m.c.promiseFor())
 	}
 	err = m.c.retry(ctx, m.name, watch{keys: []string{key}, leave: leave}, func(reader string, _ time.Duration) (err error) {
 		l, err = m.attempt(ctx, true, reader, 0, ls)

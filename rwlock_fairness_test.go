@@ -163,13 +163,15 @@ func TestRWReaderWaitsForOneWriterPhaseAtMost(t *testing.T) {
 // in no phase.
 func readerWithoutPhases(t *testing.T) string {
 	src := nodescript.FencedRWRead.Source()
-	for _, rule := range []string{" and not admitted(WAITER)", "  waitRead(WAITER, now or phaseNow(), ARGV[4], held)\n"} {
+	for _, rule := range []string{"  if not admitted(WAITER) then return refused(now, false) end\n", "  waitRead(WAITER, now or phaseNow(), ARGV[4], held)\n"} {
 		if !strings.Contains(src, rule) {
 			t.Fatalf("the reader script no longer has the phase rule the replay removes (%q)", rule)
 		}
 		src = strings.Replace(src, rule, "", 1)
 	}
-	return src
+	// Every live queued writer refuses the reader, admitted or not.
+	return strings.Replace(src, "  if clash then return wrongType(clash) end\nend\n",
+		"  if clash then return wrongType(clash) end\n  return refused(now, false)\nend\n", 1)
 }
 
 // Readers refused in the same writer phase are all admitted when it ends,

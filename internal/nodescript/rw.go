@@ -84,5 +84,8 @@ local function releaseOne(KEYS, ARGV)
 ` + wrongTypePrelude + rwPhasePrelude + rwDowngradeSource)
 	// RWLeave takes a reader that gave up out of the readers' wait
 	// (lua/rw_leave.lua).
-	RWLeave = luascript.New(rwLeaveSource)
+	RWLeave = luascript.New(`local RPHASE, RWAIT, RSEEN = KEYS[6], KEYS[7], KEYS[8]
+local function releaseOne(KEYS, ARGV)
+` + releaseSource + `end
+` + rwPhasePrelude + rwLeaveSource)
 )

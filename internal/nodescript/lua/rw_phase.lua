@@ -19,13 +19,27 @@ local function phaseNow()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- phaseKeyClash returns the first of the three keys that holds another type
+-- than this prelude keeps there (a clash with a key of the application's),
+-- else nil. An acquisition refuses with an error naming it; a release or a
+-- downgrade leaves the rule out and still releases, so that a clash cannot
+-- strand a hold until its TTL.
+local function phaseKeyClash()
+  local keys, want = {RPHASE, RWAIT, RSEEN}, {'string', 'zset', 'zset'}
+  for i = 1, 3 do
+    local t = redis.call('TYPE', keys[i])['ok']
+    if t ~= 'none' and t ~= want[i] then return keys[i] end
+  end
+  return nil
+end
+
 -- admittedReaders reports whether a live reader waits whose writer hold
 -- has been granted (the caller knows that no writer holds the key now).
 -- It first drops up to 64 readers whose liveness has lapsed (a reader that
 -- gave up without leaving, or died); more than that stay counted, which
 -- only refuses a writer until later calls drop them.
 local function admittedReaders(now)
-  if redis.call('EXISTS', RWAIT) == 0 then return false end
+  if redis.call('EXISTS', RWAIT) == 0 or phaseKeyClash() then return false end
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', RSEEN, '-inf', '(' .. now, 'LIMIT', 0, 64)) do
     redis.call('ZREM', RWAIT, m)
     redis.call('ZREM', RSEEN, m)
@@ -63,10 +77,13 @@ local function waitRead(waiter, now, stale, held)
 end
 
 -- leaveRead takes reader waiter out of the readers' wait.
+-- It reports whether waiter was waiting here. (pcall: a clash must not
+-- stop the release around it.)
 local function leaveRead(waiter)
-  if waiter == '' then return end
-  redis.call('ZREM', RWAIT, waiter)
-  redis.call('ZREM', RSEEN, waiter)
+  if waiter == '' then return false end
+  local was = redis.pcall('ZREM', RWAIT, waiter)
+  redis.pcall('ZREM', RSEEN, waiter)
+  return was == 1
 end
 
 -- nextPhase counts a writer hold while readers wait: one granted here, or

@@ -30,6 +30,8 @@ if FENCED then
 end
 local function refused(now, held)
   watch(KEYS[4], KEYS[5], ARGV[4]) -- the writer's release wakes the waiting readers
+  local clash = phaseKeyClash()
+  if clash then return wrongType(clash) end
   waitRead(WAITER, now or phaseNow(), ARGV[4], held)
   if FENCED then return {0, 0} end
   return 0
@@ -54,7 +56,11 @@ local function writerQueued()
   end
   return false
 end
-if writerQueued() and not admitted(WAITER) then return refused(now, false) end
+if writerQueued() then
+  local clash = phaseKeyClash()
+  if clash then return wrongType(clash) end
+  if not admitted(WAITER) then return refused(now, false) end
+end
 local purged = redis.pcall('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 if type(purged) == 'table' and purged.err then return wrongType(KEYS[6]) end
 -- NX: a copy of this call that lands late (a resend, a paused node) must

@@ -20,7 +20,10 @@ local function wakeReaders(deleted)
   redis.pcall('PUBLISH', KEYS[1] .. ':released', '')
   return deleted
 end
-if was == 1 then
+-- A reader's Unlock goes this way even where its entry is gone (expired):
+-- the writer's path below would promise the lock to a writer in the middle
+-- of a reader phase.
+if was == 1 or (was == 0 and announce and ARGV[6] == '0') then
   -- A reader that waited as a writer (then downgraded) leaves the queue
   -- here too, whatever other readers remain.
   if announce and ARGV[4] ~= '' then
@@ -30,12 +33,12 @@ if was == 1 then
   local now = phaseNow()
   redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
   if redis.call('ZCARD', KEYS[6]) == 0 then
-    if announce and admittedReaders(now) then return wakeReaders(1) end
+    if announce and admittedReaders(now) then return wakeReaders(was) end
     releaseOne({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}, {ARGV[1], '0', ARGV[3], ARGV[4], ARGV[5]})
   end
-  return 1
+  return was
 end
-if announce and ARGV[6] == '1' and redis.call('EXISTS', RWAIT) == 1 then
+if announce and ARGV[6] == '1' and redis.call('EXISTS', RWAIT) == 1 and not phaseKeyClash() then
   local v = redis.pcall('GET', KEYS[1])
   if type(v) ~= 'table' and (v == ARGV[1] or not v) then
     if not v then

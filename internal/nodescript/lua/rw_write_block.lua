@@ -21,6 +21,10 @@ do
   -- promised the lock (a reader whose liveness had lapsed when the promise
   -- was made waits for the next phase).
   local waiting = redis.call('EXISTS', RWAIT) == 1
+  if waiting then
+    local clash = phaseKeyClash()
+    if clash then return wrongType(clash) end
+  end
   local promised = waiting and WAITER ~= '' and redis.call('GET', NEXT) == WAITER
   if redis.call('ZCARD', READERS) > 0 or (waiting and not promised and admittedReaders(now)) then
     local refused = 0
