@@ -20,7 +20,7 @@ FIPS_SKIP   := ^(TestTokensAreUniqueAndFollowRealTime|$(CLIENT_SIDE))
 # The oldest Go the module declares (go.mod's go line): test-oldest-go builds with it.
 GO_MIN      := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps deps-valkey test test-valkey test-fips test-compat test-oldest-go ci demo chaos lint bench bench-quick model-deep clean
+.PHONY: all deps deps-valkey test test-root test-rest compat-root compat-rest test-valkey test-fips test-compat test-oldest-go ci demo chaos lint bench bench-quick model-deep clean
 
 all: lint test
 
@@ -39,12 +39,18 @@ deps:
 	@redis-server --version
 
 ## test: the whole suite against real redis-server processes (and Docker containers where an
-## engine runs), race detector on. One package at a time: the fault scenarios time real leases,
-## and two suites fighting over two cores make them noisy.
+## engine runs), race detector on, in two lanes, one per core: the root package (about 10 minutes
+## alone), and the other packages one at a time, then the protocol model's exhaustive searches
+## without -race (which would slow them tenfold). Each lane prints its output when it ends.
 test: deps
-	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-root test-rest
+
+test-root:
+	$(GO) test -race -count=1 -timeout 20m .
+
+test-rest:
+	$(GO) test -race -count=1 -p 1 -timeout 20m $$($(GO) list ./... | grep -vx 'github.com/quorumlock/redlock')
 	cd redlockotel && $(GO) test -race -count=1 -timeout 5m ./...
-	# The protocol model's exhaustive searches, which -race would slow tenfold (about 2 minutes).
 	$(GO) test -count=1 -timeout 10m ./internal/protomodel
 
 ## model-deep: the protocol model (internal/protomodel) searched to larger bounds than make test
@@ -71,8 +77,17 @@ test-fips: deps
 ## test-compat: test-valkey and test-fips in one pass: the same packages against valkey-server with
 ## the client in FIPS 140-only mode. The server's scripts and the client's algorithms are
 ## independent, so one pass covers both at half the time (CI runs this one).
+## In two lanes, as make test.
 test-compat: deps-valkey
-	REDLOCK_SERVER_BINARY=valkey-server GODEBUG=fips140=only $(GO) test -short -skip '$(VALKEY_SKIP)' -count=1 -p 1 -timeout 20m $(NODE_PKGS)
+	$(MAKE) --no-print-directory -j2 --output-sync=target compat-root compat-rest
+
+COMPAT := REDLOCK_SERVER_BINARY=valkey-server GODEBUG=fips140=only $(GO) test -short -skip '$(VALKEY_SKIP)' -count=1 -p 1 -timeout 20m
+
+compat-root:
+	$(COMPAT) .
+
+compat-rest:
+	$(COMPAT) $(filter-out .,$(NODE_PKGS))
 
 ## test-oldest-go: build and vet every package with the oldest Go that go.mod declares
 ## (GOTOOLCHAIN fetches it through the module proxy), and run the fence's and scripts' tests.

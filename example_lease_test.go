@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -89,4 +90,48 @@ func ExampleClient_Inspect() {
 	// held: true
 	// the holder's token: true
 	// remaining, at most the TTL: true
+}
+
+// A holder that hangs with its lock: an operator revokes it, the holder's
+// next Extend fails, and the next holder's token is above the revoked one's,
+// so a fence refuses the revoked holder's late writes.
+func ExampleClient_Revoke() {
+	nodes, stop := exampleNodes()
+	defer stop()
+	c, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Provision(ctx); err != nil { // once per deployment
+		fmt.Println(err)
+		return
+	}
+	hung, err := c.TryLock(ctx, "orders:42", redlock.For(time.Hour))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	rv, err := c.Revoke(ctx, "orders:42")
+	if err != nil {
+		fmt.Println(err) // ErrUnavailable: too few nodes answered; those that did were revoked
+		return
+	}
+	fmt.Println("revoked the hung holder:", rv.Holder == hung.ID())
+	fmt.Println("its Extend:", errors.Is(hung.Extend(ctx), redlock.ErrExpired))
+
+	next, err := c.TryLock(ctx, "orders:42")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer next.Unlock(ctx)
+	fmt.Println("the next token is larger:", next.Token() > hung.Token())
+	// Output:
+	// revoked the hung holder: true
+	// its Extend: true
+	// the next token is larger: true
 }

@@ -5,6 +5,7 @@
 //	redlock provision --nodes URLS [--reprovision-above T]       give the nodes their fencing identity
 //	redlock repair --nodes URLS --node I [--wait | --now]        bring back a node whose fencing state is not intact
 //	redlock inspect --nodes URLS [--rw | --permits K] NAME...    what the nodes hold of a lock, read only
+//	redlock revoke --nodes URLS [--force] NAME                   release a lock whoever holds it
 //
 // The chaos harness and local development nodes live in their own command,
 // redlock-chaos: this binary is what operators install, and it links
@@ -14,7 +15,7 @@
 // Nodes are redis:// or rediss:// URLs; a URL without a password takes
 // REDLOCK_PASSWORD, and --nodes defaults to REDLOCK_NODES.
 //
-// It uses the standard flag package rather than cobra: four subcommands
+// It uses the standard flag package rather than cobra: six subcommands
 // with a few flags each, dispatched by a switch, need no framework, and the
 // binary keeps the library's small dependency set. Flags take one or two
 // dashes, as flag allows.
@@ -47,6 +48,9 @@ const usage = `usage:
                              an emptied node (docs/operations.md, "Replacing a node")
   redlock inspect NAME...    what the nodes hold of a lock, read only: holder, time left, token;
                              --rw for a read-write lock, --permits K for a semaphore, --json
+  redlock revoke NAME        release a lock whoever holds it, for a holder that cannot (a fence
+                             keeps its late writes out); refused while the holder extends it,
+                             unless --force
 
 Nodes: --nodes redis://[:PASSWORD@]HOST:PORT,rediss://... or REDLOCK_NODES; REDLOCK_PASSWORD
 for URLs without a password. Run "redlock COMMAND -h" for the flags and exit codes.
@@ -56,7 +60,7 @@ exec adds 73 (held elsewhere: skipped), 69 (no quorum, or not provisioned), 75 (
 CMD ran, or found expired when released), 78 (--nodes is not the deployment's node list), 127 (CMD could not be started), 128+N (signal N ended exec before CMD started), and
 otherwise CMD's own code (128+N if signal N ended CMD); repair adds 75 (too soon: wait out the
 delayed restart) and 69 (no intact majority); inspect adds 69 (too few nodes answered) and 78 (a key
-of another type).
+of another type); revoke adds 73 (the holder extended the lock while watched), 69 and 78 as inspect.
 
 The chaos harness and local development nodes are a separate command: go run ./cmd/redlock-chaos.
 `
@@ -128,6 +132,8 @@ func dispatch(ctx context.Context, args []string, out io.Writer) error {
 		return runRepair(ctx, args[1:], out)
 	case len(args) >= 1 && args[0] == "inspect":
 		return runInspect(ctx, args[1:], out)
+	case len(args) >= 1 && args[0] == "revoke":
+		return runRevoke(ctx, args[1:], out)
 	case len(args) >= 1 && (args[0] == "chaos" || args[0] == "nodes"):
 		return &exitError{2, fmt.Errorf("%q moved to its own command: go run github.com/quorumlock/redlock/cmd/redlock-chaos %s", args[0], strings.Join(args, " "))}
 	case len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):

@@ -190,3 +190,13 @@ var (
 // later): it then runs on read-only replicas, under read-only ACLs and
 // while the node is out of memory.
 const noWrites = "#!lua flags=no-writes\n"
+
+// Revoke releases a lock on a node whoever holds it, as the holder's
+// Unlock would (lua/revoke.lua): the value it revoked, or "".
+var (
+	//go:embed lua/revoke.lua
+	revokeSource string
+	Revoke       = luascript.New(wrongTypePrelude + `local function releaseOne(KEYS, ARGV)
+` + releaseSource + `end
+` + revokeSource)
+)
