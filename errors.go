@@ -131,6 +131,10 @@ var (
 	// keys of one lock would land in different slots.
 	ErrBadName = errors.New("redlock: lock name begins with '}'")
 
+	// ErrBadID: Resume was given an ID that no hold can have (empty, or not
+	// the 32 lowercase hexadecimal digits of a lock's ID()).
+	ErrBadID = errors.New("redlock: not a lock ID")
+
 	// ErrClosed: the Client was closed.
 	ErrClosed = round.ErrClosed
 )

@@ -135,3 +135,45 @@ func ExampleClient_Revoke() {
 	// its Extend: true
 	// the next token is larger: true
 }
+
+// A scheduler takes the lock and hands the job, with the lock's ID, to a
+// worker process, which resumes the hold, extends it while it runs, and
+// releases it.
+func ExampleClient_Resume() {
+	nodes, stop := exampleNodes()
+	defer stop()
+	scheduler, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer scheduler.Close()
+	ctx := context.Background()
+	if err := scheduler.Provision(ctx); err != nil { // once per deployment
+		fmt.Println(err)
+		return
+	}
+	l, err := scheduler.TryLock(ctx, "report:daily")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	id := l.ID() // handed to the worker with the job, over a trusted channel
+
+	worker, err := redlock.New(nodes) // in the worker's process
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer worker.Close()
+	w, err := worker.Resume(ctx, "report:daily", id)
+	if err != nil {
+		fmt.Println(err) // ErrExpired: the hold was gone before the worker came
+		return
+	}
+	fmt.Println("the same hold:", w.ID() == l.ID(), w.Token() == l.Token())
+	fmt.Println("released:", w.Unlock(ctx) == nil)
+	// Output:
+	// the same hold: true true
+	// released: true
+}

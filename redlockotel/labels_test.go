@@ -68,6 +68,7 @@ var labels = map[string]struct {
 	"ErrResigned":           {redlock.ErrResigned, "resigned"},
 	"ErrUpgrade":            {redlock.ErrUpgrade, "upgrade"},
 	"ErrReadUnderWrite":     {redlock.ErrReadUnderWrite, "read_under_write"},
+	"ErrBadID":              {redlock.ErrBadID, "bad_input"},
 	"ErrSpansSlots":         {redlock.ErrSpansSlots, "bad_config"},
 	"ErrNotForExtend":       {redlock.ErrNotForExtend, "bad_input"},
 	"ErrBadPermits":         {redlock.ErrBadPermits, "bad_input"},

@@ -283,6 +283,7 @@ var resultLabels = []struct {
 	{redlock.ErrReadUnderWrite, "read_under_write"},
 	{redlock.ErrSpansSlots, "bad_config"},
 	{redlock.ErrNotForExtend, "bad_input"},
+	{redlock.ErrBadID, "bad_input"},
 	{redlock.ErrBadPermits, "bad_input"},
 	{redlock.ErrDowngradeReentered, "bad_input"},
 	{redlock.ErrNoNames, "bad_name"},

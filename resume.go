@@ -1,0 +1,82 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/quorumlock/redlock/internal/lease"
+)
+
+// Resume returns a handle on the hold of the lock called name whose ID()
+// is id, taken by another process or an earlier run of this one: a job
+// handed from the process that took its lock to the one that runs it, or
+// a process that restarted with the ID it had saved. The handle extends,
+// unlocks and fences as the original does (Extend, Unlock, Token, Done);
+// Resume itself extends the hold by its TTL (For, or the client's) on a
+// majority, which proves it is still held under id, and its validity runs
+// from that extension. The token is the one the nodes committed for the
+// name, which is the hold's own while id holds it.
+//
+// An ID is a capability: whoever has it can extend and release that hold
+// as its taker can, so treat it as you treat the credentials of the nodes
+// (pass it over a trusted channel, never log it where the holder's peers
+// read it). Two processes with one ID are one holder to the nodes: they
+// must agree which of them writes, as two goroutines with one Lock must.
+// The original handle does not learn of Resume: its Done still closes at
+// its own validity end, unless it extends.
+//
+// It fails with ErrExpired if id no longer holds the lock on a majority
+// (it was released, expired or revoked), with ErrBadID or a name error
+// before anything is sent, and as Extend fails otherwise.
+func (c *Client) Resume(ctx context.Context, name, id string, opts ...LockOption) (*Lock, error) {
+	ls, err := c.leaseOf(c.defaultLease(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateName(name); err != nil {
+		return nil, err
+	}
+	if !isLockID(id) {
+		return nil, fmt.Errorf("%w: %q", ErrBadID, id)
+	}
+	info, err := c.Inspect(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Held || info.Holder != id {
+		return nil, &QuorumError{Op: "resume", Name: name, Kind: ErrExpired, Nodes: inspectResults(info)}
+	}
+	lk := &Lock{c: c}
+	_, err = c.leases.Adopt(ctx, &lk.l, lease.Request{Name: name, Term: lease.Term{TTL: ls.ttl, Arg: ls.arg},
+		Prefix: c.cfg.keyPrefix, Shape: lease.Mutex}, id, info.Token)
+	if err != nil {
+		return nil, publicError(err)
+	}
+	return lk, nil
+}
+
+// isLockID: the 32 lowercase hexadecimal digits of lease.NewValue.
+func isLockID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for _, r := range id {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// inspectResults turns an Inspect's answers into the outcomes a
+// QuorumError lists: NodeGranted where the node answered.
+func inspectResults(info LockInfo) []NodeResult {
+	out := make([]NodeResult, len(info.Nodes))
+	for i, n := range info.Nodes {
+		out[i] = NodeResult{Node: i, Outcome: NodeGranted, Err: n.Err, Latency: n.Latency}
+		if n.Err != nil {
+			out[i].Outcome = NodeFailed
+		}
+	}
+	return out
+}
