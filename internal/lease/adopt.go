@@ -51,4 +51,3 @@ func (e *Engine) Adopt(ctx context.Context, l *Lease, r Request, value string, t
 	}
 	return nodes, nil
 }
-
