@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/quorumlock/redlock/internal/lease"
 )
@@ -79,4 +80,46 @@ func inspectResults(info LockInfo) []NodeResult {
 		}
 	}
 	return out
+}
+
+// Resume returns a handle on the permit whose ID() is id, taken by another
+// process or an earlier run of this one (Redisson's
+// RPermitExpirableSemaphore permit ids): it extends the permit by its TTL
+// (For, or the client's) on a majority, keeps its slots and token, and
+// extends and releases it as its taker's handle would. It is
+// Client.Resume's, for a permit: the ID is a capability, and the same
+// caveats hold. It fails with ErrExpired if no permit is held under id on
+// a majority, and with ErrBadID before anything is sent for an ID no
+// permit can have.
+func (s *Semaphore) Resume(ctx context.Context, id string, opts ...LockOption) (*Permit, error) {
+	c := s.c
+	ls, err := c.leaseOf(c.defaultLease(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if !isLockID(id) {
+		return nil, fmt.Errorf("%w: %q", ErrBadID, id)
+	}
+	info, err := s.Inspect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(info.Holders, func(h PermitHold) bool { return h.Holder == id })
+	if i < 0 {
+		return nil, &QuorumError{Op: "resume", Name: s.name, Kind: ErrExpired}
+	}
+	hold := info.Holders[i]
+	z := s.size.Load()
+	p := &Permit{c: c, slots: hold.Slots}
+	var names []string
+	if len(hold.Slots) > 1 {
+		names = lease.SlotNames(s.name, hold.Slots)
+	}
+	_, err = c.leases.Adopt(ctx, &p.l, lease.Request{Name: lease.PermitName(s.name, hold.Slots),
+		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix,
+		Shape: lease.Permit(s.name, hold.Slots, z.k, z.version), Names: names}, id, hold.Token)
+	if err != nil {
+		return nil, publicError(err)
+	}
+	return p, nil
 }

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,5 +89,48 @@ func TestResumeRefusesAGoneHoldAndBadIDs(t *testing.T) {
 	}
 	if _, err := c.Resume(ctx, "gone", other.ID(), redlock.For(time.Millisecond)); err == nil {
 		t.Fatal("Resume with a TTL too short for any validity succeeded")
+	}
+}
+
+// A permit resumed by its ID in another process (Redisson's permit ids)
+// keeps its slots and token; its release frees the slots for the next
+// acquisition; a permit that is gone cannot be resumed.
+func TestResumeAPermitByItsID(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	taker := cl.newClient(t)
+	other := cl.newClient(t)
+	s := must(taker.Semaphore("pool", 3))(t)
+	p, err := s.TryAcquireN(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := must(other.Semaphore("pool", 3))(t)
+	q, err := s2.Resume(ctx, p.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.ID() != p.ID() || q.Token() != p.Token() || !slices.Equal(q.Slots(), p.Slots()) {
+		t.Fatalf("resumed %s slots %v token %d, want %s %v %d", q.ID(), q.Slots(), q.Token(), p.ID(), p.Slots(), p.Token())
+	}
+	if err := q.Extend(ctx); err != nil {
+		t.Fatalf("the resumed permit's Extend: %v", err)
+	}
+	if _, err := s2.TryAcquireN(ctx, 2); !errors.Is(err, redlock.ErrLocked) {
+		t.Fatalf("two more permits of 3 beside the resumed 2: %v, want ErrLocked", err)
+	}
+	if err := q.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s2.TryAcquireN(ctx, 3)
+	if err != nil {
+		t.Fatalf("all 3 permits after the resumed permit's release: %v", err)
+	}
+	defer r.Release(ctx)
+	if _, err := s2.Resume(ctx, p.ID()); !errors.Is(err, redlock.ErrExpired) {
+		t.Fatalf("Resume of a released permit: %v, want ErrExpired", err)
+	}
+	if _, err := s2.Resume(ctx, "nope"); !errors.Is(err, redlock.ErrBadID) {
+		t.Fatalf("Resume(\"nope\"): %v, want ErrBadID", err)
 	}
 }
