@@ -25,6 +25,8 @@ type Revocation struct {
 	Revoked []string
 	// Nodes is each node's outcome: NodeGranted where it answered.
 	Nodes []NodeResult
+	// Readers are a read-write lock's readers revoked (RWMutex.Revoke).
+	Readers []string
 }
 
 // Revoke releases the lock called name on every node, whoever holds it,

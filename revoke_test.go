@@ -140,3 +140,72 @@ func TestRevokeRefusesBadInputAndSaysWhyItFailed(t *testing.T) {
 		t.Fatalf("the node that answered revoked %q, want %q", rv.Revoked[2], l.ID())
 	}
 }
+
+// A read-write lock's revocation releases its writer, or every reader, and
+// a semaphore's the permit named by its ID: the revoked holds cannot
+// extend, and the lock or the slots are free again.
+func TestRevokeTheFamilysHolds(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	holder := cl.newClient(t, redlock.WithTTL(time.Minute))
+	operator := cl.newClient(t)
+
+	rw := rwMutex(t, holder, "table")
+	w, err := rw.TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := rwMutex(t, operator, "table").Revoke(ctx)
+	if err != nil || rv.Holder != w.ID() || len(rv.Readers) != 0 {
+		t.Fatalf("revoking the writer: %+v, %v; want %s", rv, err, w.ID())
+	}
+	if err := w.Extend(ctx); !errors.Is(err, redlock.ErrExpired) {
+		t.Fatalf("the revoked writer's Extend: %v, want ErrExpired", err)
+	}
+	r1, err := rw.TryRLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := rw.TryRLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err = rwMutex(t, operator, "table").Revoke(ctx)
+	if err != nil || rv.Holder != "" || len(rv.Readers) != 2 {
+		t.Fatalf("revoking two readers: %+v, %v", rv, err)
+	}
+	for _, r := range []*redlock.RWLock{r1, r2} {
+		if err := r.Extend(ctx); !errors.Is(err, redlock.ErrExpired) {
+			t.Fatalf("a revoked reader's Extend: %v, want ErrExpired", err)
+		}
+	}
+	w2, err := rwMutex(t, operator, "table").TryLock(ctx)
+	if err != nil {
+		t.Fatalf("a write after the readers were revoked: %v", err)
+	}
+	if w2.Token() <= w.Token() {
+		t.Fatalf("the next writer's token %d is not above the revoked writer's %d", w2.Token(), w.Token())
+	}
+	_ = w2.Unlock(ctx)
+
+	s := semaphore(t, holder, "pool", 2)
+	p, err := s.TryAcquireN(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err = semaphore(t, operator, "pool", 2).Revoke(ctx, p.ID())
+	if err != nil || rv.Holder != p.ID() {
+		t.Fatalf("revoking a permit: %+v, %v", rv, err)
+	}
+	if err := p.Extend(ctx); !errors.Is(err, redlock.ErrExpired) {
+		t.Fatalf("the revoked permit's Extend: %v, want ErrExpired", err)
+	}
+	q, err := semaphore(t, operator, "pool", 2).TryAcquireN(ctx, 2)
+	if err != nil {
+		t.Fatalf("both permits after the revocation: %v", err)
+	}
+	_ = q.Release(ctx)
+	if rv, err := semaphore(t, operator, "pool", 2).Revoke(ctx, p.ID()); err != nil || rv.Holder != "" {
+		t.Fatalf("revoking a permit no longer held: %+v, %v", rv, err)
+	}
+}
