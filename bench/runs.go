@@ -70,6 +70,7 @@ type runData struct {
 	faults     map[faultKey]*faultRow
 	contention map[contKey]*contRow
 	family     *familyRow
+	own        map[bool]*ownRow // per fenced: the own-names step
 }
 
 func (b *bench) measure(ctx context.Context, out string) error {
@@ -110,6 +111,11 @@ func (b *bench) measure(ctx context.Context, out string) error {
 			b.contentionStep(ctx, run, plain, false, []spec{counted(false), best, defaults}, rd)
 			b.contentionStep(ctx, run, aof, true, []spec{counted(true), best}, rd)
 		}
+		if b.steps["own"] {
+			progress("run %d: own names", run+1)
+			b.ownStep(ctx, plain, false, rd)
+			b.ownStep(ctx, aof, true, rd)
+		}
 		if b.steps["family"] {
 			progress("run %d: family", run+1)
 			b.familyStep(ctx, run, aof, plain, rd)
@@ -125,7 +131,7 @@ func (b *bench) measure(ctx context.Context, out string) error {
 				return err
 			}
 		}
-		if b.steps["load"] || b.steps["faults"] || b.steps["contention"] {
+		if b.steps["load"] || b.steps["faults"] || b.steps["contention"] || b.steps["own"] {
 			if err := rep.write(out); err != nil {
 				return err
 			}
