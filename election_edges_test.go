@@ -253,6 +253,13 @@ func TestObserveEndsWithItsCtx(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ld.Resign(context.Background())
+	// The first Observe starts the client's subscribers (one per node,
+	// for the client's life, as a waiting Lock does): counted in base.
+	warm, stop := context.WithCancel(context.Background())
+	for range e.Observe(warm) {
+		stop()
+	}
+	time.Sleep(100 * time.Millisecond)
 	base := runtime.NumGoroutine()
 	for i := 0; i < 20; i++ {
 		ctx, cancel := context.WithCancel(context.Background())

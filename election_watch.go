@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/fairqueue"
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/redis/go-redis/v9"
@@ -108,18 +109,25 @@ func parseLeader(cmd *redis.Cmd) (leaderAnswer, error) {
 
 // Observe returns a channel of the election's leaders as they change: a
 // LeaderInfo each time another leadership, or a new value of the same one,
-// is seen. It reads Leader every ObservePoll(TTL) (a tenth of the
-// client's TTL, between 50 ms and 1 s), so a change shows within that and
-// a round trip; a leadership that lasted less may not show at all. With
+// is seen. It reads Leader when a node announces a change (a new leader
+// proclaims its value at once; a leader that resigns with nobody in line
+// releases the lock), so a change usually shows within a round trip or
+// two; and at the latest every ObservePoll(TTL) (a tenth of the client's
+// TTL, between 50 ms and 1 s), which covers what nobody announces (a
+// leader whose lease ran out, a notification lost with a node's
+// connection). A leadership shorter than that may not show at all. With
 // fencing, terms only grow on the channel: a reading that shows an older
 // term than one already sent is skipped. Readings that fail (no leader, a
 // majority silent) send nothing. The channel closes when ctx ends; its
 // goroutine ends with it.
 func (e *Election) Observe(ctx context.Context) <-chan LeaderInfo {
 	ch := make(chan LeaderInfo)
-	every := ObservePoll(e.c.cfg.ttl)
+	every := observePoll(e.c.cfg.ttl)
+	wake := make(chan fairqueue.WakeReason, 1)
+	stop, _ := e.c.queue.Watch(e.c.lockKey(e.name), observerID, wake)
 	go func() {
 		defer close(ch)
+		defer stop()
 		var last LeaderInfo
 		t := time.NewTimer(0)
 		defer t.Stop()
@@ -128,6 +136,8 @@ func (e *Election) Observe(ctx context.Context) <-chan LeaderInfo {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+			case <-wake:
+				t.Stop()
 			}
 			info, err := e.Leader(ctx)
 			changed := info.ID != last.ID || info.Value != last.Value
@@ -144,6 +154,14 @@ func (e *Election) Observe(ctx context.Context) <-chan LeaderInfo {
 	}()
 	return ch
 }
+
+// observerID is the id Observe watches an election's lock key under: the
+// payload of Proclaim's announcement (lua/proclaim.lua).
+const observerID = fairqueue.ObserverPrefix + "leader"
+
+// observePoll is ObservePoll, which the tests may stretch to show that a
+// change reaches Observe without it.
+var observePoll = ObservePoll
 
 // ObservePoll is how often Observe reads the leader for a client whose TTL
 // is ttl.

@@ -127,3 +127,11 @@ func FreshTokenReentry(ctx context.Context, l *Lock) (uint64, error) {
 	}
 	return uint64(best), nil
 }
+
+// StretchObservePoll makes Election.Observe's fallback poll an hour for
+// the rest of the test: what it sees then came by notification.
+func StretchObservePoll(t interface{ Cleanup(func()) }) {
+	saved := observePoll
+	observePoll = func(time.Duration) time.Duration { return time.Hour }
+	t.Cleanup(func() { observePoll = saved })
+}

@@ -27,6 +27,10 @@ const (
 	WakeListening
 )
 
+// ObserverPrefix begins the payloads that are news for observers, not a
+// promise to a waiter: "~leader", which an election's Proclaim publishes.
+const ObserverPrefix = "~"
+
 // subscription is the two channels of one lock key.
 type subscription struct {
 	waiters []*Waiting // oldest first
@@ -148,6 +152,16 @@ func (q *Queue) deliver(node int, channel, promisedTo string) {
 			if w.watcher || oldest {
 				w.notify(WakeReleased)
 				oldest = oldest && w.watcher
+			}
+		}
+		return
+	}
+	if strings.HasPrefix(promisedTo, ObserverPrefix) {
+		// News for observers (an election's new leader): every watcher
+		// registered under that id looks; no waiter has such an id.
+		for _, w := range sub.waiters {
+			if w.watcher && w.id == promisedTo {
+				w.notify(WakeReleased)
 			}
 		}
 		return

@@ -25,4 +25,7 @@ if have[1] == ARGV[1] and tonumber(have[2]) >= tonumber(ARGV[2]) then
 end
 redis.call('HSET', KEYS[2], 'id', ARGV[1], 'seq', ARGV[2], 'value', ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
+-- Observers (Election.Observe) hear of a new leader or value at once: the
+-- payload matches no waiter, so no candidate is woken by it.
+redis.pcall('PUBLISH', KEYS[1] .. ':released', '~leader')
 return 1
