@@ -129,6 +129,12 @@ func (l *Lease) Fail(t *round.Tally, ctxErr error, commit []round.NodeResult, wh
 		}
 	case !t.Won():
 		qe.Kind = classifyAcquire(t)
+		if qe.Kind == kind.ErrLocked && l.ownRefusalsDecided(t) {
+			// The refusals that decided it may be this client's own old
+			// value, its release not yet through to those nodes: no
+			// evidence of another owner, and the nodes not yet usable.
+			qe.Kind, qe.Own = kind.ErrUnavailable, true
+		}
 		qe.LostToPromises = qe.Kind == kind.ErrLocked && l.lostToPromises(t)
 		qe.Promised = int(l.promisedElsewhere.Load())
 	default:
@@ -209,7 +215,7 @@ func (l *Lease) afterAcquire(r round.Reply) {
 		ended()
 		return // nothing was sent there
 	}
-	l.e.releaseNode(l.e.Nodes[r.Node], l, definite(r.Outcome), l.rollbackTried[r.Node], ended)
+	l.e.releaseNode(r.Node, l, definite(r.Outcome), l.rollbackTried[r.Node], ended)
 }
 
 // definite reports whether a call's outcome proves that the node processed
@@ -255,4 +261,18 @@ func (l *Lease) abandon(t *round.Tally) {
 			return
 		}
 	}
+}
+
+// ownRefusalsDecided reports whether attempt l was lost to refusals that
+// may be this client's own old value: nodes where a release or rollback
+// of the name failed and is retried in the background (settling). Without
+// them, the nodes that granted and refused would not have made a majority.
+func (l *Lease) ownRefusalsDecided(t *round.Tally) bool {
+	own := 0
+	for i, r := range t.Results {
+		if r.Outcome == round.NodeRefused && l.e.settling.retryingAt(i, l.names...) {
+			own++
+		}
+	}
+	return own > 0 && t.Granted()+t.Counts[round.NodeRefused]-own < t.Majority
 }

@@ -46,11 +46,15 @@ func (l *Lease) release(ctx context.Context) ([]round.NodeResult, error) {
 	}
 	inFlight := e.settling.start(len(e.Nodes), l.names...)
 	then := func(r round.Reply) {
-		e.settling.callEnded(inFlight, r.Node, l.names...)
-		if !r.Sent {
-			return
+		retry := r.Sent && (r.Outcome == round.NodeFailed && !round.IsServerReply(r.Err) || r.Outcome == round.NodeTimedOut)
+		if retry {
+			// Before the call counts as ended: an attempt ordered after it
+			// must know that the old value may still be there.
+			e.settling.retryStart(len(e.Nodes), r.Node, l.names...)
+			defer e.settling.retryEnd(r.Node, l.names...)
 		}
-		if r.Outcome == round.NodeFailed && !round.IsServerReply(r.Err) || r.Outcome == round.NodeTimedOut {
+		e.settling.callEnded(inFlight, r.Node, l.names...)
+		if retry {
 			e.retryRelease(e.Nodes[r.Node], l, definite(l.acqOutcome[r.Node]), nil)
 		}
 	}
@@ -90,10 +94,15 @@ func (l *Lease) release(ctx context.Context) ([]round.NodeResult, error) {
 // releaseNode rolls back one node: one try at once, then, while the node
 // cannot be reached, retries in the background. tried is closed, and ended
 // run, after the first try.
-func (e *Engine) releaseNode(node redis.UniversalClient, l *Lease, sure bool, tried chan struct{}, ended func()) {
+func (e *Engine) releaseNode(i int, l *Lease, sure bool, tried chan struct{}, ended func()) {
+	node := e.Nodes[i]
 	ctx, cancel := context.WithTimeout(context.Background(), e.NodeTimeout)
 	outcome, _, err := Answer(ctx, e.ReleaseCall(l, sure, false), node)
 	cancel()
+	if outcome == round.NodeFailed && !round.IsServerReply(err) {
+		e.settling.retryStart(len(e.Nodes), i, l.names...)
+		defer e.settling.retryEnd(i, l.names...)
+	}
 	close(tried)
 	if outcome != round.NodeFailed || round.IsServerReply(err) {
 		ended()

@@ -56,6 +56,51 @@ func (e *Engine) settleBy(t *round.Tally, start time.Time) time.Time {
 type settling struct {
 	mu sync.Mutex
 	m  map[string][]*release
+	// retrying counts, per name and node, this client's releases and
+	// rollbacks of the name whose call there failed and that are retried
+	// in the background: the node may still hold the client's own old
+	// value, and refuse the client's next attempt with it.
+	retrying map[string][]int
+}
+
+// retryStart and retryEnd bracket a background retry of a release of
+// names on node i (of n).
+func (s *settling) retryStart(n, i int, names ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.retrying == nil {
+		s.retrying = map[string][]int{}
+	}
+	for _, name := range names {
+		if s.retrying[name] == nil {
+			s.retrying[name] = make([]int, n)
+		}
+		s.retrying[name][i]++
+	}
+}
+
+func (s *settling) retryEnd(i int, names ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range names {
+		c := s.retrying[name]
+		if c[i]--; !slices.ContainsFunc(c, func(k int) bool { return k > 0 }) {
+			delete(s.retrying, name)
+		}
+	}
+}
+
+// retryingAt reports whether a release of one of names is retried on node
+// i: the node may hold this client's own old value there.
+func (s *settling) retryingAt(i int, names ...string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range names {
+		if c := s.retrying[name]; c != nil && c[i] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // release is one Unlock's calls still in flight.
