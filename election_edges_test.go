@@ -256,6 +256,7 @@ func TestObserveEndsWithItsCtx(t *testing.T) {
 	// The first Observe starts the client's subscribers (one per node,
 	// for the client's life, as a waiting Lock does): counted in base.
 	warm, stop := context.WithCancel(context.Background())
+	defer stop()
 	for range e.Observe(warm) {
 		stop()
 	}
