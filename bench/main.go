@@ -25,14 +25,14 @@ func main() {
 	out := flag.String("out", "", "where to write the report (default ../docs/benchmarks.md, or a temporary file with -quick or -only)")
 	quick := flag.Bool("quick", false, "2 runs of small cells, for a smoke run (about 2 minutes)")
 	runs := flag.Int("runs", 5, "independent runs; every figure is the median over them")
-	only := flag.String("only", "", "comma-separated steps to run (load, faults, contention, own, family); default all")
+	only := flag.String("only", "", "comma-separated steps to run (load, faults, contention, own, failover, family); default all")
 	familyOut := flag.String("family-out", "", "where to write the lock family's page (default ../docs/benchmarks-family.md, or a temporary file with -quick)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	lockFile := flag.String("lockfile", "", "hold an exclusive flock on this file during each run (not between runs), so that each run measures alone")
 	flag.Parse()
 
 	b := &bench{runs: *runs, loadOps: 3000, loadFor: 2 * time.Second, loadRounds: 3, faultAttempts: 300,
-		contendFor: 2 * time.Second, lockFile: *lockFile, steps: map[string]bool{"load": true, "faults": true, "contention": true, "own": true, "family": true}}
+		contendFor: 2 * time.Second, lockFile: *lockFile, steps: map[string]bool{"load": true, "faults": true, "contention": true, "own": true, "failover": true, "family": true}}
 	if *quick {
 		b.runs, b.loadOps, b.loadFor, b.loadRounds, b.faultAttempts, b.contendFor = 2, 300, 300*time.Millisecond, 2, 40, 500*time.Millisecond
 		flag.Visit(func(f *flag.Flag) {
@@ -77,7 +77,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	if b.steps["load"] || b.steps["faults"] || b.steps["contention"] || b.steps["own"] {
+	if b.steps["load"] || b.steps["faults"] || b.steps["contention"] || b.steps["own"] || b.steps["failover"] {
 		fmt.Fprintln(os.Stderr, "bench: wrote", *out)
 	}
 	if b.steps["family"] {

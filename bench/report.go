@@ -90,6 +90,7 @@ func (r *report) write(out string) error {
 	r.faultTable(p)
 	r.contentionTable(p)
 	r.ownTable(p)
+	r.failoverTable(p)
 	p("\nThe lock family's figures (read-write lock, semaphore, multi-lock against the mutex) are on their own page, ")
 	p("[benchmarks-family.md](benchmarks-family.md), from the same `make bench`.\n")
 	p("\n## How it is measured\n\n")

@@ -70,7 +70,8 @@ type runData struct {
 	faults     map[faultKey]*faultRow
 	contention map[contKey]*contRow
 	family     *familyRow
-	own        map[bool]*ownRow // per fenced: the own-names step
+	own        map[bool]*ownRow                // per fenced: the own-names step
+	failover   map[time.Duration]time.Duration // per TTL: the failover step
 }
 
 func (b *bench) measure(ctx context.Context, out string) error {
@@ -116,6 +117,10 @@ func (b *bench) measure(ctx context.Context, out string) error {
 			b.ownStep(ctx, plain, false, rd)
 			b.ownStep(ctx, aof, true, rd)
 		}
+		if b.steps["failover"] {
+			progress("run %d: failover", run+1)
+			b.failoverStep(ctx, aof, run, rd)
+		}
 		if b.steps["family"] {
 			progress("run %d: family", run+1)
 			b.familyStep(ctx, run, aof, plain, rd)
@@ -131,7 +136,7 @@ func (b *bench) measure(ctx context.Context, out string) error {
 				return err
 			}
 		}
-		if b.steps["load"] || b.steps["faults"] || b.steps["contention"] || b.steps["own"] {
+		if b.steps["load"] || b.steps["faults"] || b.steps["contention"] || b.steps["own"] || b.steps["failover"] {
 			if err := rep.write(out); err != nil {
 				return err
 			}
