@@ -63,6 +63,13 @@ end
 -- attempts, and a grant here takes the waiter out of the line).
 local function lineAhead(n, k, waitedUs)
   if redis.call('EXISTS', QUEUE) == 0 then return false end
+  -- A key of another type under the line's names (an application's key)
+  -- is named, not met as a bare WRONGTYPE inside the script (the
+  -- acquisition scripts include the wrongType prelude).
+  for _, key in ipairs({QUEUE, SEEN}) do
+    local t = redis.call('TYPE', key)['ok']
+    if t ~= 'none' and t ~= 'zset' then error(wrongType(key)) end
+  end
   local now = nowMs()
   local budget = freeSlots(k, now) - n
   if budget < 0 then return true end
