@@ -21,10 +21,11 @@ const (
 	RWLock    = "rwlock"    // a third of the acquisitions write, the rest read
 	Semaphore = "semaphore" // FamilyPermits permits over the workers
 	MultiLock = "multilock" // each acquisition takes two of three names
+	Election  = "election"  // every worker a candidate; a leadership is a hold of "leader", its term the token
 )
 
 // Primitives are the lock family's workloads, in the demo's order.
-var Primitives = []string{RWLock, Semaphore, MultiLock}
+var Primitives = []string{RWLock, Semaphore, MultiLock, Election}
 
 // FamilyScenarios are the scenarios the demo runs the family's workloads
 // under: kills and pauses, a paused client, clock jumps, empty restarts.
@@ -51,6 +52,7 @@ type held interface {
 func (w *workload) runFamily(ctx context.Context, id int, c *redlock.Client) {
 	rw, _ := c.RWMutex("chaos")
 	sem, _ := c.Semaphore("chaos", FamilyPermits)
+	election, _ := c.Election("chaos")
 	for seq := 0; ctx.Err() == nil; seq++ {
 		inv := w.now()
 		actx, cancel := context.WithTimeout(ctx, 3*w.cfg.TTL)
@@ -90,6 +92,14 @@ func (w *workload) runFamily(ctx context.Context, id int, c *redlock.Client) {
 			if m, err = c.LockMulti(actx, set); err == nil {
 				l, resources, release = m, m.Names(), m.Unlock
 			}
+		case Election:
+			// A leader acts for a think time, then resigns: the next
+			// candidate in line takes over, as a service's leader hands
+			// over when it stops.
+			var ld *redlock.Leadership
+			if ld, err = election.Campaign(actx, fmt.Sprintf("w%d#%d", id, seq)); err == nil {
+				l, resources, release = leadership{ld}, []string{"leader"}, ld.Resign
+			}
 		}
 		cancel()
 		if err != nil {
@@ -103,6 +113,12 @@ func (w *workload) runFamily(ctx context.Context, id int, c *redlock.Client) {
 		time.Sleep(rand.N(w.cfg.TTL / 10))
 	}
 }
+
+// leadership is an election's leadership as a hold: its term is its token.
+type leadership struct{ *redlock.Leadership }
+
+func (l leadership) Token() uint64               { return l.Term() }
+func (l leadership) Nodes() []redlock.NodeResult { return nil }
 
 // holdFamily is one critical section over resources, recorded as one hold
 // per resource.

@@ -86,6 +86,19 @@ func (w *workload) maybePause(id int) time.Duration {
 	select {
 	case d := <-w.pauses:
 		i := w.h.addFault(Fault{At: w.now(), Target: fmt.Sprintf("worker %d", id), What: "client paused"})
+		if w.cfg.Primitive == Election {
+			// A paused process's leadership keep-alive is paused with it
+			// (the cilium overrun: the leader stalls past its lease, then
+			// writes): its wires to the nodes carry nothing meanwhile.
+			for n := range w.cfg.Nodes {
+				w.links.set(id, n, true)
+			}
+			defer func() {
+				for n := range w.cfg.Nodes {
+					w.links.set(id, n, false)
+				}
+			}()
+		}
 		time.Sleep(d)
 		w.h.endFault(i, w.now())
 		return d
