@@ -34,6 +34,12 @@ func TestOwnReleaseRetriedInTheBackgroundIsNotAnotherOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// TryLock returns at a majority: the third node's grant may still be
+	// on its way, and must land before node 1's wire is cut.
+	waitOnEvery(t, cl, "every node holds the lock", func(n redis.UniversalClient) bool {
+		v, _ := n.Get(ctx, "redlock:{own}").Result()
+		return v == l.ID()
+	})
 	faulty.Store(true) // node 2 loses the release, node 1 the next acquisition
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock on a majority: %v", err)

@@ -103,8 +103,15 @@ func TestCloseEndsTheIdleWorkers(t *testing.T) {
 			t.Fatalf("round %d: no idle workers before Close: workerCount no longer finds them", round)
 		}
 		c.Close()
-		if n := workerCount(); n != 0 {
-			t.Fatalf("round %d: %d workers still running when Close returned", round, n)
+		// A worker that has signalled its end may still be returning from
+		// its last frame for a moment on a loaded machine: a few ms, not
+		// the idle limit, which is what leaked workers would take.
+		n := workerCount()
+		for deadline := time.Now().Add(200 * time.Millisecond); n != 0 && time.Now().Before(deadline); n = workerCount() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n != 0 {
+			t.Fatalf("round %d: %d workers still running 200 ms after Close returned", round, n)
 		}
 	}
 }
