@@ -62,7 +62,12 @@ type Link struct {
 	queue    []*call       // what waits for the next batch, in order
 	overdue  *time.Timer   // armed while calls queue: sends them beside an overdue send
 	armed    bool
-	wg       sync.WaitGroup
+	// batches counts the batches in flight, each on a goroutine of its
+	// own; idle, once Wait needs it, is signalled when it comes to 0. (A
+	// WaitGroup cannot count them: a batch may start while Wait waits,
+	// and a WaitGroup's Add must not race its Wait at zero.)
+	batches int
+	idle    *sync.Cond
 }
 
 // call is one Do waiting in a Link's queue.
@@ -221,7 +226,7 @@ func (l *Link) dispatch() {
 		l.queue = nil // let the batch's array go with it
 	}
 	l.lastSent = time.Now()
-	l.wg.Add(1)
+	l.batches++
 	go l.send(batch, l.lastSent)
 	switch {
 	case len(l.queue) > 0:
@@ -237,7 +242,7 @@ func (l *Link) dispatch() {
 // calls (none if one has none: a release that must reach the node), and
 // goes on with the next.
 func (l *Link) send(batch []*call, start time.Time) {
-	defer l.wg.Done()
+	defer l.batchEnded()
 	taught := false
 	defer func() { l.returned(start, taught) }()
 	live := batch[:0]
@@ -300,9 +305,28 @@ func (l *Link) send(batch []*call, start time.Time) {
 	}
 }
 
-// Wait waits for the batches in flight to end. Calls made after Wait began
-// may start batches it does not wait for.
-func (l *Link) Wait() { l.wg.Wait() }
+// Wait waits until no batch is in flight. A batch that starts while Wait
+// waits (a queued call sent by the overdue timer) is waited for too; calls
+// made after Wait returned may start batches it did not wait for.
+func (l *Link) Wait() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.batches > 0 {
+		if l.idle == nil {
+			l.idle = sync.NewCond(&l.mu)
+		}
+		l.idle.Wait()
+	}
+}
+
+// batchEnded is the end of a batch's goroutine.
+func (l *Link) batchEnded() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.batches--; l.batches == 0 && l.idle != nil {
+		l.idle.Broadcast()
+	}
+}
 
 // ErrClientPanicked is the error of the calls of a batch whose go-redis
 // client panicked.
