@@ -40,6 +40,7 @@ type Findings struct {
 	LostWrites    int
 	StaleReads    int         // the lock family's: fenced reads accepted after a newer write (CheckStaleRead)
 	OverPermits   int         // the lock family's: moments more than K permits' leases overlapped
+	ObserverOrder int         // the election's: observers told of a lower term after a higher one
 	Violations    []Violation // evidence, a few per check
 	// Refusals shows what the fence refused (CheckStaleRefused), a few of
 	// them: what StaleRejected counts, and no violation.

@@ -97,7 +97,7 @@ func (w *workload) runFamily(ctx context.Context, id int, c *redlock.Client) {
 			// candidate in line takes over, as a service's leader hands
 			// over when it stops.
 			var ld *redlock.Leadership
-			if ld, err = election.Campaign(actx, fmt.Sprintf("w%d#%d", id, seq)); err == nil {
+			if ld, err = election.Campaign(actx, leaderValue(Hold{Worker: id, Seq: seq})); err == nil {
 				l, resources, release = leadership{ld}, []string{"leader"}, ld.Resign
 			}
 		}

@@ -33,6 +33,8 @@ func TestFamilyWorkloads(t *testing.T) {
 					t.Errorf("%s, fenced %v: %s", r.Name(), fenced, r.Verdict.Text)
 				case fenced && name == "client-pause" && f.StaleRejected == 0:
 					t.Errorf("%s, fenced: the paused holder's stale operation was not refused (nothing exercised)", r.Name())
+				case p == chaos.Election && len(r.History.Observed) == 0:
+					t.Errorf("%s, fenced %v: the observers were told of no leader", r.Name(), fenced)
 				case fenced && (f.OverPermits > 0 || f.Duplicates > 0 || f.TokenOrder > 0):
 					// Unfenced, an empty restart may let two holders overlap
 					// (docs/chaos.md: restart-empty is "possible" without

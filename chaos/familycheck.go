@@ -55,6 +55,7 @@ func CheckFamily(h *History) Findings {
 	if h.Permits > 0 {
 		f.OverPermits = checkPermits(h, f.addViolation)
 	}
+	f.ObserverOrder = checkObservers(h, f.addViolation)
 	return f
 }
 
@@ -70,6 +71,7 @@ func (f *Findings) merge(g Findings) {
 	f.LostWrites += g.LostWrites
 	f.StaleReads += g.StaleReads
 	f.OverPermits += g.OverPermits
+	f.ObserverOrder += g.ObserverOrder
 	for _, v := range g.Violations {
 		f.addViolation(v.Check, "%s", v.Detail)
 	}

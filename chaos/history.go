@@ -27,6 +27,8 @@ type History struct {
 	// whose holds name their Resource.
 	Finals map[string]int64
 
+	Observed []Observation // the election's: what its observers were told (election.go)
+
 	Holds    []Hold     // every successful acquisition
 	Faults   []Fault    // every injected fault
 	Failures []Failure  // acquisitions that failed

@@ -83,8 +83,10 @@ func evidence(r *Result) []string {
 	for _, v := range append(slices.Clone(r.Findings.Violations), r.Findings.Refusals...) {
 		lines = append(lines, fmt.Sprintf("[%s] %s", v.Check, v.Detail))
 	}
-	if s := tokenSummary(r.History); s != "" {
-		lines = append(lines, s)
+	for _, s := range []string{tokenSummary(r.History), failoverSummary(r.History), observedSummary(r.History)} {
+		if s != "" {
+			lines = append(lines, s)
+		}
 	}
 	for _, m := range r.Models {
 		lines = append(lines, fmt.Sprintf("porcupine, %s", m))

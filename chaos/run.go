@@ -152,6 +152,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			w.run(runCtx, i, lk)
 		})
 	}
+	if cfg.Primitive == Election {
+		for i := range Observers {
+			oc, closeOC, err := newLockClient(nodes, cfg, nil, -1, w.lockOptions()...)
+			if err != nil {
+				cancel()
+				wg.Wait()
+				return nil, err
+			}
+			wg.Go(func() {
+				defer closeOC()
+				w.observe(runCtx, i, oc)
+			})
+		}
+	}
 	faultsDone := make(chan error, 1)
 	go func() { faultsDone <- cfg.Scenario.Inject(runCtx, env) }()
 	wg.Wait()

@@ -44,6 +44,8 @@ func judge(s Scenario, fenced bool, h *History, f Findings, models []ModelCheck)
 		return Verdict{false, "BUG: stale write accepted"}
 	case fenced && f.StaleReads > 0:
 		return Verdict{false, "BUG: stale read accepted"}
+	case f.ObserverOrder > 0:
+		return Verdict{false, "BUG: an observer was told of an older term"}
 	case s.Unfenced == Holds && f.OverPermits > 0:
 		return Verdict{false, "BUG: more holders than permits"}
 	case illegal(models) != "":
