@@ -40,8 +40,10 @@ expires, as the tick's lock is: K hosts run each tick (give --hold-for and --ttl
 One host at a time running a service, for as long as it leads (a leader election, docs/election.md):
   redlock exec --elect [--again] [--value V] NAME -- CMD
 waits until this host leads the election NAME, then runs CMD with REDLOCK_TERM (the leader's term, a
-fencing token); when the leadership is lost CMD is stopped as for a lost lock, before the lease can
-pass, and exec exits 75, or with --again campaigns again. SIGTERM to exec resigns: the next host in
+fencing token); when the leadership is lost CMD is stopped: SIGTERM once the lease has --grace plus a
+margin left (2% of the TTL) without an extension, SIGKILL at that margin before the lease can pass, from
+the guardian if exec itself is stopped; --grace is at most TTL/3 minus the margin (default TTL/5). Then
+exec exits 75, or with --again campaigns again. SIGTERM to exec resigns: the next host in
 line leads at once. --value is what Leader shows (default: the host name).
 
 Cron on several hosts, exactly one run per tick (docs/operations.md, section 4):
@@ -130,6 +132,14 @@ func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 	if *elect && *value == "" {
 		*value, _ = os.Hostname()
 	}
+	if *elect {
+		graceSet := false
+		fs.Visit(func(f *flag.Flag) { graceSet = graceSet || f.Name == "grace" })
+		var err error
+		if *grace, err = electGrace(*ttl, *grace, graceSet); err != nil {
+			return &exitError{2, err}
+		}
+	}
 	clients, err := dialNodes(*nodesFlag)
 	if err != nil {
 		return &exitError{2, err}
@@ -146,7 +156,7 @@ func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 	}
 	defer c.Close()
 	if *elect {
-		return runElected(ctx, c, name, *value, *again, cmdArgs, holding{ttl: *ttl, grace: *grace})
+		return runElected(ctx, c, name, *value, *again, cmdArgs, holding{ttl: *ttl, grace: *grace, killMargin: electMargin(*ttl)})
 	}
 	// The guardian that kills the job if exec dies (internal/procguard),
 	// started before the lock is taken: its start does not eat the TTL.

@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/proctest"
 )
 
 // waitFile waits, for 10 s at most, until path holds a line, and returns it.
@@ -38,7 +42,7 @@ func TestExecElectRunsTheServiceOnlyWhileLeading(t *testing.T) {
 	start := func(ctx context.Context, tag string, extra ...string) chan int {
 		done := make(chan int, 1)
 		go func() {
-			args := append([]string{"exec", "--nodes", urls, "--ttl", "3s", "--grace", "2s", "--elect", "--value", tag}, extra...)
+			args := append([]string{"exec", "--nodes", urls, "--ttl", "3s", "--grace", "500ms", "--elect", "--value", tag}, extra...)
 			args = append(append(args, "svc", "--"), service(tag)...)
 			done <- exitCode(run(ctx, args, nil))
 		}()
@@ -91,9 +95,57 @@ func TestExecElectRunsTheServiceOnlyWhileLeading(t *testing.T) {
 	for _, args := range [][]string{
 		{"exec", "--nodes", urls, "--elect", "--permits", "2", "svc", "--", "true"},
 		{"exec", "--nodes", urls, "--value", "x", "svc", "--", "true"},
+		// The SIGKILL would land after the lease: --grace is at most TTL/3 minus the margin.
+		{"exec", "--nodes", urls, "--elect", "--ttl", "3s", "--grace", "2s", "svc", "--", "true"},
 	} {
 		if code := exitCode(run(context.Background(), args, nil)); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args[3:5], code)
 		}
 	}
+}
+
+// The cilium overrun under exec --elect (issue 36): the leading exec is
+// stopped (SIGSTOP: a stall, not a death, so its guardian's pipe stays
+// open), its service keeps running and ignores SIGTERM. The guardian
+// SIGKILLs the service a margin before the lease can pass, so that when
+// the next host is elected and its service starts, the stalled leader's
+// service is gone: the new service checks that itself as it starts.
+// Before, the guardian's deadline was the lease's end plus --grace, and
+// the two services ran at once.
+func TestExecElectStalledLeadersServiceIsGoneBeforeTheNextLeads(t *testing.T) {
+	_, urls := startNodes(t)
+	dir := t.TempDir()
+	aPid := filepath.Join(dir, "a.pid")
+	a := exec.Command(redlockBinary(t), "exec", "--nodes", urls, "--ttl", "2s", "--grace", "600ms", "--elect",
+		"--value", "a", "svc", "--", "sh", "-c", `trap '' TERM; echo $$ > "$0.tmp"; mv "$0.tmp" "$0"; while true; do sleep 0.05; done`, aPid)
+	a.Stderr = os.Stderr
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = a.Process.Signal(syscall.SIGCONT)
+		_ = a.Process.Kill()
+		_, _ = a.Process.Wait()
+	})
+	pid, _ := strconv.Atoi(waitFile(t, aPid))
+	if pid == 0 || !proctest.Running(pid) {
+		t.Fatalf("the first leader's service is not running (pid %d)", pid)
+	}
+	if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	check := filepath.Join(dir, "b.check")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- exitCode(run(ctx, []string{"exec", "--nodes", urls, "--ttl", "2s", "--elect", "--value", "b", "svc", "--",
+			"sh", "-c", `if [ -d /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status; then echo overlap; else echo alone; fi > "$0"; exit 0`,
+			check, strconv.Itoa(pid)}, nil))
+	}()
+	if got := waitFile(t, check); got != "alone" {
+		t.Errorf("the next leader's service started while the stalled leader's still ran (%s)", got)
+	}
+	cancel()
+	<-done
 }

@@ -20,6 +20,46 @@ type holding struct {
 	grace   time.Duration // from a SIGTERM (or a passed-on signal) to the job's group to its SIGKILL
 	holdFor time.Duration // keep the lock at least this long after taking it
 	keep    bool          // leave the lock to expire instead of releasing it
+	// killMargin, for a leadership (--elect), is how long before the
+	// lease's end the job must be gone: its SIGTERM goes out --grace before
+	// that, and the guardian's SIGKILL lands then at the latest. A lock's
+	// job (0) gets SIGTERM at the validity's end at the latest, and SIGKILL
+	// --grace after it.
+	killMargin time.Duration
+}
+
+// killAt is when the guardian kills the job of a lease that ends at until
+// unless an extension moves it: --grace after it for a lock, as exec's own
+// SIGKILL would be; killMargin before it for a leadership, so that a
+// stopped exec's service never outlives its lease.
+func (h holding) killAt(until time.Time) time.Time {
+	if h.killMargin > 0 {
+		return until.Add(-h.killMargin)
+	}
+	return until.Add(h.grace)
+}
+
+// electGrace checks --grace for --elect: the job's SIGTERM goes out
+// --grace plus the margin before the lease ends, which must leave the
+// leadership's keep-alive (every TTL/3) a round of its own to fail before
+// the job is stopped. Unset, it is TTL/5.
+func electGrace(ttl, grace time.Duration, set bool) (time.Duration, error) {
+	margin := electMargin(ttl)
+	if !set {
+		return ttl / 5, nil
+	}
+	if limit := ttl/3 - margin; grace > limit {
+		return 0, fmt.Errorf("--grace %v with --elect: the SIGKILL must land before the lease can pass, so --grace "+
+			"is at most TTL/3 minus the margin (%v for --ttl %v); lower --grace or raise --ttl", grace, limit, ttl)
+	}
+	return grace, nil
+}
+
+// electMargin is how long before a leadership's lease ends its job must be
+// gone: Done's margin (2% of the TTL, 20 ms to a tenth of it), which covers
+// late timers and a signal's way to the child.
+func electMargin(ttl time.Duration) time.Duration {
+	return min(max(ttl/50, 20*time.Millisecond), ttl/10)
 }
 
 // holdWhileRunning has guard run the job (argv, in a process group of its
@@ -87,9 +127,9 @@ func holdWhileRunning(ctx context.Context, l lease, guard *procguard.Guardian, a
 	}
 	group := processGroup(pgid)
 	// Should exec be stopped rather than die (Ctrl-Z, SIGSTOP), nothing
-	// here runs at the validity's end: the guardian kills the group then,
-	// --grace later, as exec itself would. Every extension moves it.
-	_ = guard.Deadline(l.Until().Add(h.grace))
+	// here runs at the validity's end: the guardian kills the group then
+	// (killAt). Every extension moves it.
+	_ = guard.Deadline(h.killAt(l.Until()))
 	// Deferred after the release, so run before it: nothing of the job may
 	// outlive the lock. Every path below has already emptied the group.
 	defer func() {

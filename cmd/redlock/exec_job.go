@@ -34,6 +34,7 @@ type jobRun struct {
 	extending   bool             // an extension is in flight
 	extended    chan error       // its outcome
 	held        <-chan time.Time // after the job: the end of --hold-for
+	ahead       *time.Timer      // --elect: when the lease has --grace plus the margin left
 }
 
 // running reports whether anything of the job may still run.
@@ -80,6 +81,16 @@ func (r *jobRun) loop(ctx context.Context, sigs <-chan os.Signal, exited <-chan 
 	tick := time.NewTicker(r.h.ttl / 3)
 	defer tick.Stop()
 	interrupted, expired := ctx.Done(), r.l.Done()
+	// A leadership's job is stopped --grace before its SIGKILL, which
+	// lands killMargin before the lease ends: ahead fires when the lease
+	// has that little left, unless the keep-alive moved it meanwhile.
+	var aheadC <-chan time.Time
+	if r.h.killMargin > 0 {
+		ahead := time.NewTimer(time.Until(r.l.Until()) - r.h.killMargin - r.h.grace)
+		defer ahead.Stop()
+		aheadC = ahead.C
+		r.ahead = ahead
+	}
 	for {
 		var killC, drainC <-chan time.Time
 		if r.kill != nil {
@@ -141,6 +152,17 @@ func (r *jobRun) loop(ctx context.Context, sigs <-chan os.Signal, exited <-chan 
 				// Cancelled by a caller, not a signal (which sigs passed on).
 				r.terminate(syscall.SIGTERM)
 			}
+		case <-aheadC:
+			left := time.Until(r.l.Until())
+			if left > r.h.killMargin+r.h.grace {
+				r.ahead.Reset(left - r.h.killMargin - r.h.grace) // the keep-alive extended it
+				continue
+			}
+			aheadC = nil
+			if r.running() && r.lost == nil {
+				r.stop(fmt.Errorf("the leadership's lease has %v left, --grace plus the margin: its keep-alive "+
+					"has not reached a majority in time", left.Round(time.Millisecond)))
+			}
 		case <-expired:
 			expired = nil
 			if !r.running() {
@@ -159,7 +181,7 @@ func (r *jobRun) loop(ctx context.Context, sigs <-chan os.Signal, exited <-chan 
 		case err := <-r.extended:
 			r.extending = false
 			if err == nil {
-				_ = r.guard.Deadline(r.l.Until().Add(r.h.grace))
+				_ = r.guard.Deadline(r.h.killAt(r.l.Until()))
 			}
 			if r.lost == nil && err != nil && (errors.Is(err, redlock.ErrExpired) || time.Until(r.l.Until()) <= r.h.ttl/3) {
 				if !r.running() {
