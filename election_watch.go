@@ -141,7 +141,9 @@ func (e *Election) Observe(ctx context.Context) <-chan LeaderInfo {
 			}
 			info, err := e.Leader(ctx)
 			changed := info.ID != last.ID || info.Value != last.Value
-			if err == nil && changed && (!e.c.cfg.fencing || info.Term >= last.Term) {
+			// A new value of the same leadership is news whatever its term
+			// reads: a leadership's term never goes back.
+			if err == nil && changed && (!e.c.cfg.fencing || info.Term >= last.Term || info.ID == last.ID) {
 				select {
 				case ch <- info:
 					last = info

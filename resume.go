@@ -23,8 +23,14 @@ import (
 // (pass it over a trusted channel, never log it where the holder's peers
 // read it). Two processes with one ID are one holder to the nodes: they
 // must agree which of them writes, as two goroutines with one Lock must.
-// The original handle does not learn of Resume: its Done still closes at
-// its own validity end, unless it extends.
+// The original handle does not learn of Resume, and its Until no longer
+// bounds the hold: the nodes keep it for the TTL of the latest extension
+// by either handle, Resume's included, so a Resume with a shorter TTL than
+// the original's ends the hold on the nodes before the original's Until.
+// Resuming hands the hold over: the original's holder stops using its
+// handle (no writes, no Extend), as a scheduler that passed a job on does.
+// The token stays readable for as long as the hold is kept extended: each
+// extension renews the name's committed token on the nodes.
 //
 // It fails with ErrExpired if id no longer holds the lock on a majority
 // (it was released, expired or revoked), with ErrBadID or a name error

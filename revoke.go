@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -29,9 +31,11 @@ type Revocation struct {
 	Readers []string
 }
 
-// Revoke releases the lock called name on every node, whoever holds it,
-// as the holder's Unlock would: the lock is promised to the longest-waiting
-// Lock, or free for the next TryLock. It is the operator's tool for a hold
+// Revoke releases the lock called name, whoever holds it, as the holder's
+// Unlock would: the lock is promised to the longest-waiting Lock, or free
+// for the next TryLock. It reads the name first (Inspect's round), then
+// releases on each node only the value it read there: a holder that takes
+// the lock between the two is neither touched nor reported. It is the operator's tool for a hold
 // that its holder cannot release: a process that hangs while its lock's
 // keep-alive runs, a holder stuck extending, a lock whose TTL is long.
 //
@@ -55,22 +59,70 @@ type Revocation struct {
 //
 // It works on a mutex's name (Lock, TryLock, Do, and a multi-lock's
 // members). A name held on no node is not an error: Holder is "". With
-// fewer than a majority of answers it returns what it did and a
-// *QuorumError (Op "revoke") of Kind ErrUnavailable, or ErrWrongType
-// where a node holds another type under the lock key. If ctx ends first
-// the error matches ctx's error; the nodes it reached were revoked.
+// fewer than a majority of answers to the read it revokes nothing; to the
+// revocation, it returns what it did; either way with a *QuorumError (Op
+// "revoke") of Kind ErrUnavailable, or ErrWrongType where a node holds
+// another type under the lock key. If ctx ends first the error matches
+// ctx's error; the nodes the revocation reached were revoked.
+
 func (c *Client) Revoke(ctx context.Context, name string) (Revocation, error) {
-	rv := Revocation{Name: name}
 	if err := validateName(name); err != nil {
-		return rv, err
+		return Revocation{Name: name}, err
 	}
+	// What is revoked is what this read finds, each node's value only if
+	// the node still holds it: a holder that takes a node between the
+	// read and the revocation is not touched, nor reported.
+	info, err := c.Inspect(ctx, name)
+	if err != nil {
+		rv := Revocation{Name: name}
+		var qe *QuorumError
+		if errors.As(err, &qe) {
+			q := *qe
+			q.Op = "revoke"
+			rv.Nodes, err = q.Nodes, &q
+		}
+		return rv, err // nothing revoked
+	}
+	found := make([]string, len(c.nodes))
+	for i, n := range info.Nodes {
+		found[i] = n.Holder
+		if n.Err != nil {
+			found[i] = info.Holder // unread here: the majority's holder, if any
+		}
+	}
+	return c.revoke(ctx, name, found)
+}
+
+// RevokeHolder is Revoke for one holder: it releases the lock called name
+// only where the value id (the holder's ID(), as Inspect's Holder shows
+// it) holds it. A holder that released meanwhile, and whoever took the
+// lock after it, are left alone: Holder is then "", and that is not an
+// error. `redlock revoke` revokes the holder it watched this way. An id
+// that is no lock's is ErrBadID.
+func (c *Client) RevokeHolder(ctx context.Context, name, id string) (Revocation, error) {
+	if err := validateName(name); err != nil {
+		return Revocation{Name: name}, err
+	}
+	if !isLockID(id) {
+		return Revocation{Name: name}, fmt.Errorf("%w: %q", ErrBadID, id)
+	}
+	found := make([]string, len(c.nodes))
+	for i := range found {
+		found[i] = id
+	}
+	return c.revoke(ctx, name, found)
+}
+
+// revoke releases, on each node i, the value values[i] if the node holds
+// it ("": nothing there).
+func (c *Client) revoke(ctx context.Context, name string, values []string) (Revocation, error) {
+	rv := Revocation{Name: name}
 	key := c.lockKey(name)
-	call := nodescript.NewCall(nodescript.Revoke,
-		nodescript.BoxKeys(key, lease.NextKey(key), lease.QueueKey(key), lease.SeenKey(key)), c.promiseFor())
+	keys := nodescript.BoxKeys(key, lease.NextKey(key), lease.QueueKey(key), lease.SeenKey(key))
 	var mu sync.Mutex
 	revoked := make([]string, len(c.nodes))
 	op := func(ctx context.Context, i int, node redis.UniversalClient) (Outcome, int64, error) {
-		v, err := call.Run(ctx, node).Text()
+		v, err := nodescript.NewCall(nodescript.Revoke, keys, c.promiseFor(), values[i]).Run(ctx, node).Text()
 		if err != nil {
 			if strings.HasPrefix(err.Error(), "WRONGTYPE") {
 				return NodeFailed, 0, kind.WrongType(err)

@@ -132,12 +132,24 @@ func TestRevokeRefusesBadInputAndSaysWhyItFailed(t *testing.T) {
 	}
 	cl.nodes[0].Kill(ctx)
 	cl.nodes[1].Kill(ctx)
+	// Revoke reads first: with no majority to read, it revokes nothing.
 	rv, err := c.Revoke(ctx, "down")
+	if !errors.Is(err, redlock.ErrUnavailable) || len(rv.Revoked) != 0 {
+		t.Fatalf("two of three nodes down: %+v, %v; want ErrUnavailable and nothing revoked", rv, err)
+	}
+	if got := cl.inspect[2].Get(ctx, "redlock:{down}").Val(); got != l.ID() {
+		t.Fatalf("after a Revoke that could not read a majority node 2 holds %q, want %q", got, l.ID())
+	}
+	// RevokeHolder names the hold: the node that answers is revoked.
+	rv, err = c.RevokeHolder(ctx, "down", l.ID())
 	if !errors.Is(err, redlock.ErrUnavailable) {
-		t.Fatalf("two of three nodes down: %v, want ErrUnavailable", err)
+		t.Fatalf("RevokeHolder, two of three nodes down: %v, want ErrUnavailable", err)
 	}
 	if rv.Revoked[2] != l.ID() {
 		t.Fatalf("the node that answered revoked %q, want %q", rv.Revoked[2], l.ID())
+	}
+	if _, err := c.RevokeHolder(ctx, "down", "not-an-id"); !errors.Is(err, redlock.ErrBadID) {
+		t.Fatalf("RevokeHolder with a bad id: %v, want ErrBadID", err)
 	}
 }
 

@@ -25,7 +25,8 @@ type Observation struct {
 }
 
 // CheckObserverOrder: an observer was told of a term lower than one it
-// had been told of before (Observe promises only growing terms).
+// had been told of before (Observe promises only growing terms), or of a
+// leader with a term other than the one its Campaign returned.
 const CheckObserverOrder = "observer-order"
 
 func (h *History) addObservation(o Observation) {
@@ -48,14 +49,28 @@ func (w *workload) observe(ctx context.Context, id int, c *redlock.Client) {
 }
 
 // checkObservers counts, per observer, the deliveries whose term was lower
-// than one delivered to it before. Terms are tokens only with fencing.
+// than one delivered to it before (which Observe's own filter should make
+// impossible), and those whose term is not the token the leader it names
+// got from Campaign (the term Leader reads off the nodes: a wrong or lost
+// one, such as the 0 a leadership older than the retention once showed).
+// Terms are tokens only with fencing.
 func checkObservers(h *History, add func(string, string, ...any)) int {
 	if !h.Fenced {
 		return 0
 	}
+	terms := map[string]uint64{}
+	for _, x := range h.Holds {
+		terms[leaderValue(x)] = x.Token
+	}
 	n := 0
 	highest := map[int]Observation{}
 	for _, o := range h.Observed {
+		if t, ok := terms[o.Value]; ok && t != o.Term {
+			n++
+			add(CheckObserverOrder, "observer %d was told of %q with term %d at %v; its Campaign returned term %d",
+				o.Observer, o.Value, o.Term, o.At, t)
+			continue
+		}
 		if prev, ok := highest[o.Observer]; ok && o.Term < prev.Term {
 			n++
 			add(CheckObserverOrder, "observer %d was told of %q (term %d) at %v, after %q (term %d) at %v",

@@ -29,6 +29,12 @@ func TestObserverOrderCatchesAnOlderTermAfterANewerOne(t *testing.T) {
 			t.Errorf("%s: evidence %v", tc.name, f.Violations)
 		}
 	}
+	// A leader reported with another term than its Campaign's.
+	wrong := &History{Fenced: true, Holds: []Hold{hold(0, 1, 2, 10, nil)}, Observed: []Observation{{0, ms(3), 0, "w0#0"}}}
+	var f Findings
+	if n := checkObservers(wrong, f.addViolation); n != 1 || !strings.Contains(f.Violations[0].Detail, "Campaign returned term 10") {
+		t.Errorf("a leader observed with term 0 instead of 10: caught %d, %v", n, f.Violations)
+	}
 	h := &History{Fenced: true, Primitive: Election, Holds: []Hold{hold(0, 1, 2, 10, nil)}, Observed: out}
 	if v := judge(Scenario{}, true, h, CheckFamily(h), nil); v.OK {
 		t.Errorf("a run whose observer went back a term is judged %q", v.Text)

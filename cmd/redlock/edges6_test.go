@@ -106,11 +106,11 @@ type hangExtensions struct{ prefix string }
 
 // isExtension tells an Extend's script call (EVALSHA or EVAL, digest or
 // source, numkeys, keys..., value, TTL): the unfenced one has one key, and
-// no other script of the library has so few; the fenced one three (the lock
-// key, the node's id marker and its longest TTL in use), the last of which
-// no other three-key script passes.
+// no other script of the library has so few; the fenced one four (the lock
+// key, the node's id marker, its longest TTL in use and the name's H), the
+// third of which no other four-key script passes there.
 func isExtension(a []any) bool {
-	return len(a) >= 8 && a[2] == "3" && strings.HasSuffix(fmt.Sprint(a[5]), ":fence:max-ttl") ||
+	return len(a) >= 9 && a[2] == "4" && strings.HasSuffix(fmt.Sprint(a[5]), ":fence:max-ttl") ||
 		len(a) >= 6 && a[2] == "1"
 }
 

@@ -61,8 +61,8 @@ func runElected(ctx context.Context, c *redlock.Client, name, value string, agai
 		fmt.Fprintf(os.Stderr, "redlock: elected leader of %q, term %d\n", name, ld.Term())
 		err = holdWhileRunning(ctx, leadership{ld, name}, guard, argv, h)
 		guard.Close()
-		var ee *exitError
-		if !again || !errors.As(err, &ee) || ee.code != 75 || ctx.Err() != nil {
+		var lost lostError // the leadership lost, not the command's own 75
+		if !again || !errors.As(err, &lost) || ctx.Err() != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "redlock: %v; campaigning again\n", err)

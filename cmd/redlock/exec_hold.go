@@ -89,10 +89,10 @@ func holdWhileRunning(ctx context.Context, l lease, guard *procguard.Guardian, a
 			return
 		}
 		uerr := l.Unlock(context.Background())
-		var ee *exitError
-		if errors.Is(uerr, redlock.ErrExpired) && !(errors.As(err, &ee) && ee.code == 75) {
-			err = &exitError{75, fmt.Errorf("lock %q had expired when it was released: another host may have "+
-				"run meanwhile (the command's own result: %v): %w", l.Name(), errOrOK(err), uerr)}
+		var lost lostError
+		if errors.Is(uerr, redlock.ErrExpired) && !errors.As(err, &lost) {
+			err = &exitError{75, lostError{fmt.Errorf("lock %q had expired when it was released: another host may have "+
+				"run meanwhile (the command's own result: %v): %w", l.Name(), errOrOK(err), uerr)}}
 		}
 	}()
 	env := append(os.Environ(), "REDLOCK_NAME="+l.Name(), "REDLOCK_TOKEN="+strconv.FormatUint(l.Token(), 10))

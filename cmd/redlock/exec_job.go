@@ -155,7 +155,11 @@ func (r *jobRun) loop(ctx context.Context, sigs <-chan os.Signal, exited <-chan 
 		case <-aheadC:
 			left := time.Until(r.l.Until())
 			if left > r.h.killMargin+r.h.grace {
-				r.ahead.Reset(left - r.h.killMargin - r.h.grace) // the keep-alive extended it
+				// The keep-alive extended it, on a schedule of its own: move
+				// the guardian's deadline now, not at the next tick, which
+				// may come after the old one.
+				_ = r.guard.Deadline(r.h.killAt(r.l.Until()))
+				r.ahead.Reset(left - r.h.killMargin - r.h.grace)
 				continue
 			}
 			aheadC = nil
@@ -199,7 +203,7 @@ func (r *jobRun) loop(ctx context.Context, sigs <-chan os.Signal, exited <-chan 
 // --hold-for.
 func (r *jobRun) ended() (bool, error) {
 	if r.lost != nil {
-		return true, &exitError{75, fmt.Errorf("lock %q lost while the command ran: %w", r.l.Name(), r.lost)}
+		return true, &exitError{75, lostError{fmt.Errorf("lock %q lost while the command ran: %w", r.l.Name(), r.lost)}}
 	}
 	left := time.Until(r.taken.Add(r.h.holdFor))
 	if left <= 0 || r.interrupted {
@@ -225,3 +229,10 @@ func (r *jobRun) finish() error {
 	}
 	return r.result
 }
+
+// lostError marks exec's own exit 75, the lock or leadership lost, apart
+// from a command that exits 75 by itself (EX_TEMPFAIL): --elect --again
+// campaigns again after the first only.
+type lostError struct{ error }
+
+func (e lostError) Unwrap() error { return e.error }

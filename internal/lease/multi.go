@@ -23,6 +23,7 @@ type multi struct {
 	commit  []any // the commit's keys: the node's, then every member's H
 	release []any // per member: the five keys of the mutex's release
 	extend  []any // the node's id and longest TTL, then every member's lock key
+	extendF []any // extend, then every member's H (fenced)
 	value   any
 }
 
@@ -51,6 +52,7 @@ func Multi(names []string) func(l *Lease, prefix, name, value string) Shape {
 			m.release = append(m.release, key, marker, next, queue, seen)
 			m.extend = append(m.extend, key)
 		}
+		m.extendF = append(slices.Clone(m.extend), m.commit[6:]...)
 		return m
 	}
 }
@@ -80,7 +82,7 @@ func (m *multi) Release(l *Lease, markerTTL any, announce bool) *nodescript.Call
 
 func (m *multi) Extend(l *Lease, ttlArg any) *nodescript.Call {
 	if l.e.Fencing {
-		return nodescript.NewCall(nodescript.MultiExtend, m.extend, m.value, ttlArg, 1)
+		return nodescript.NewCall(nodescript.MultiExtend, m.extendF, m.value, ttlArg, 1, l.e.Args.Retention)
 	}
 	return nodescript.NewCall(nodescript.MultiExtend, m.extend[2:], m.value, ttlArg, 0)
 }

@@ -76,7 +76,8 @@ func (m *mutex) Extend(l *Lease, ttlArg any) *nodescript.Call {
 	if !l.e.Fencing {
 		return nodescript.NewCall(nodescript.Extend, m.keyArgs[:1], m.value, ttlArg)
 	}
-	return nodescript.NewCall(nodescript.FencedExtend, []any{m.keyArgs[0], l.e.Keys.ID, l.e.Keys.MaxTTL}, m.value, ttlArg)
+	return nodescript.NewCall(nodescript.FencedExtend, []any{m.keyArgs[0], l.e.Keys.ID, l.e.Keys.MaxTTL, HighKey(m.key)},
+		m.value, ttlArg, l.e.Args.Retention)
 }
 
 // announceArg is the release scripts' announce argument: 1 for an Unlock,

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,7 +109,8 @@ func (p *permit) Extend(l *Lease, ttlArg any) *nodescript.Call {
 	ttl, _ := ttlArg.(int64)
 	life := sizeLife(l.e, time.Duration(ttl)*time.Millisecond)
 	if l.e.Fencing {
-		return nodescript.NewCall(nodescript.SemExtend, p.extend, append([]any{p.value, ttlArg, life, 1, p.permits}, p.slots...)...)
+		return nodescript.NewCall(nodescript.SemExtend, append(slices.Clone(p.extend), p.commit[6:]...),
+			append([]any{p.value, ttlArg, life, 1, p.permits}, p.slots...)...)
 	}
 	keys := append([]any{p.extend[0]}, p.extend[3:]...)
 	return nodescript.NewCall(nodescript.SemExtend, keys, append([]any{p.value, ttlArg, life, 0, p.permits}, p.slots...)...)

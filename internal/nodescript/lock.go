@@ -191,8 +191,9 @@ var (
 // while the node is out of memory.
 const noWrites = "#!lua flags=no-writes\n"
 
-// Revoke releases a lock on a node whoever holds it, as the holder's
-// Unlock would (lua/revoke.lua): the value it revoked, or "".
+// Revoke releases a lock on a node if it holds the value given, whoever
+// took it, as the holder's Unlock would (lua/revoke.lua): the value it
+// revoked, or "".
 var (
 	//go:embed lua/revoke.lua
 	revokeSource string

@@ -8,7 +8,9 @@
 --
 --   KEYS[1] the semaphore's size key
 --   fenced: KEYS[2] the node's id marker   KEYS[3] its longest TTL in use
---   KEYS[first..] the slots' lock keys (first: 4 fenced, 2 not)
+--   KEYS[first..last] the slots' lock keys (first: 4 fenced, 2 not), then
+--   (fenced) their H, in the same order, renewed for ARGV[3] as
+--   lua/fenced_extend.lua renews a lock's
 --   ARGV[1] value   ARGV[2] TTL in ms   ARGV[3] how long the size lives, ms
 --   ARGV[4] 1 fenced, 0 not   ARGV[5] the holder's K
 --   ARGV[6..] the slots, in the order of their keys
@@ -17,11 +19,12 @@
 local fenced = ARGV[4] == '1'
 local first = 2
 if fenced then first = 4 end
+local last = first + (#ARGV - 5) - 1
 local held = 1
 local size = redis.pcall('GET', KEYS[1])
 if type(size) ~= 'string' then size = nil end
 size = parseSize(size)
-for k = first, #KEYS do
+for k = first, last do
   local slot = tonumber(ARGV[6 + k - first])
   if (size and slot >= size) or redis.pcall('GET', KEYS[k]) ~= ARGV[1] then
     held = 0
@@ -29,7 +32,8 @@ for k = first, #KEYS do
   end
 end
 if held == 1 then
-  for k = first, #KEYS do redis.call('PEXPIRE', KEYS[k], ARGV[2]) end
+  for k = first, last do redis.call('PEXPIRE', KEYS[k], ARGV[2]) end
+  for k = last + 1, #KEYS do redis.call('PEXPIRE', KEYS[k], ARGV[3], 'GT') end
   if size == tonumber(ARGV[5]) and redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
   end
