@@ -211,7 +211,8 @@ func TestALockCancelledInFlightIsNotTakenForAnotherOwner(t *testing.T) {
 // Replay: Lock 1's acquisitions are held on all five nodes before they are
 // sent, and sent, on a context no longer cancelled (as bytes already in
 // the socket), once Lock 1 has left the queue everywhere and Lock 2 holds
-// the lock. Node timeout 1 s (promise period 2 s), retry delay 1 s; Lock 3
+// the lock. Node timeout 1 s for Lock 2 (promise period 2 s), 3 s for Lock
+// 1 and 3 (late calls answered on a busy machine), retry delay 1 s; Lock 3
 // runs with a 300 ms deadline, which falls in its sleep after its second
 // attempt.
 //
@@ -234,7 +235,9 @@ func TestAPromiseToACancelledWaiterIsNotTakenForAnotherOwner(t *testing.T) {
 		hooks[i] = holdValue{value: &value, early: true, landed: landed, node: i, release: release}
 	}
 	var lateRefused, left atomic.Int32
-	c := cl.hookedOn(t, hooks, redlock.WithNodeTimeout(time.Second), redlock.WithRetryDelay(time.Second, time.Second),
+	// Lock 1's client waits 3 s for a node: its late calls must be answered
+	// (refused), not given up on, on a machine busy with another suite.
+	c := cl.hookedOn(t, hooks, redlock.WithNodeTimeout(3*time.Second), redlock.WithRetryDelay(time.Second, time.Second),
 		redlock.WithTrace(&redlock.Trace{
 			NodeReply: func(op string, node int, r redlock.NodeResult) {
 				switch {

@@ -109,14 +109,24 @@ func (e *Env) Repair(ctx context.Context, i int) error {
 	}
 	rec := e.h.addFault(Fault{At: e.w.now(), Target: e.Nodes[i].Name(), What: "repaired"})
 	defer func() { e.h.endFault(rec, e.w.now()) }()
-	for {
+	for superseded := 0; ; {
 		err := e.admin.Repair(ctx, i)
 		var soon *redlock.RepairTooSoonError
-		if !errors.As(err, &soon) {
+		switch {
+		case errors.As(err, &soon):
+			if !e.Sleep(ctx, soon.Wait) {
+				return nil
+			}
+		case errors.Is(err, redlock.ErrAmnesia) && superseded < 5:
+			// The workers' clients repair a wiped node online too: this
+			// repair found the node changed under it (repaired by one of
+			// them, or wiped again) and wrote nothing. Look again.
+			superseded++
+			if !e.Sleep(ctx, e.TTL/10) {
+				return nil
+			}
+		default:
 			return err
-		}
-		if !e.Sleep(ctx, soon.Wait) {
-			return nil
 		}
 	}
 }
