@@ -25,8 +25,34 @@ func newGate(name string, before bool) *gateScript {
 }
 
 func (h *gateScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+// ProcessPipelineHook gates a batch that carries the script as a lone call
+// is gated: the client's link batches calls made while another is in
+// flight to the node (a commit's reply still on its way, on a busy
+// machine), and those go out as one pipeline.
 func (h *gateScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		n := 0
+		for _, cmd := range cmds {
+			if redlock.ScriptName(cmd.Args()) == h.name {
+				n++
+			}
+		}
+		if n == 0 {
+			return next(ctx, cmds)
+		}
+		var err error
+		if !h.before {
+			err = next(ctx, cmds)
+		}
+		for range n {
+			h.arrived <- struct{}{}
+		}
+		<-h.open
+		if h.before {
+			err = next(ctx, cmds)
+		}
+		return err
+	}
 }
 func (h *gateScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
