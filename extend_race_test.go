@@ -25,6 +25,7 @@ func newGate(name string, before bool) *gateScript {
 }
 
 func (h *gateScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
 // ProcessPipelineHook gates a batch that carries the script as a lone call
 // is gated: the client's link batches calls made while another is in
 // flight to the node (a commit's reply still on its way, on a busy

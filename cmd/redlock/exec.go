@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	leaseengine "github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/procguard"
 )
 
@@ -156,7 +157,7 @@ func runExec(ctx context.Context, args []string, out, stderr io.Writer) error {
 	}
 	defer c.Close()
 	if *elect {
-		return runElected(ctx, c, name, *value, *again, cmdArgs, holding{ttl: *ttl, grace: *grace, killMargin: electMargin(*ttl)})
+		return runElected(ctx, c, name, *value, *again, cmdArgs, holding{ttl: *ttl, grace: *grace, killMargin: leaseengine.StopMargin(*ttl)})
 	}
 	// The guardian that kills the job if exec dies (internal/procguard),
 	// started before the lock is taken: its start does not eat the TTL.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	leaseengine "github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/procguard"
 )
 
@@ -44,7 +45,7 @@ func (h holding) killAt(until time.Time) time.Time {
 // leadership's keep-alive (every TTL/3) a round of its own to fail before
 // the job is stopped. Unset, it is TTL/5.
 func electGrace(ttl, grace time.Duration, set bool) (time.Duration, error) {
-	margin := electMargin(ttl)
+	margin := leaseengine.StopMargin(ttl)
 	if !set {
 		return ttl / 5, nil
 	}
@@ -53,13 +54,6 @@ func electGrace(ttl, grace time.Duration, set bool) (time.Duration, error) {
 			"is at most TTL/3 minus the margin (%v for --ttl %v); lower --grace or raise --ttl", grace, limit, ttl)
 	}
 	return grace, nil
-}
-
-// electMargin is how long before a leadership's lease ends its job must be
-// gone: Done's margin (2% of the TTL, 20 ms to a tenth of it), which covers
-// late timers and a signal's way to the child.
-func electMargin(ttl time.Duration) time.Duration {
-	return min(max(ttl/50, 20*time.Millisecond), ttl/10)
 }
 
 // holdWhileRunning has guard run the job (argv, in a process group of its
