@@ -51,7 +51,7 @@ test-root:
 test-rest:
 	$(GO) test -race -count=1 -p 1 -timeout 20m $$($(GO) list ./... | grep -vx 'github.com/quorumlock/redlock')
 	cd redlockotel && $(GO) test -race -count=1 -timeout 5m ./...
-	$(GO) test -count=1 -timeout 10m ./internal/protomodel
+	$(GO) test -count=1 -timeout 10m ./internal/protomodel ./internal/waitmodel
 
 ## model-deep: the protocol model (internal/protomodel) searched to larger bounds than make test
 ## does: every interleaving of clients, wipes, snapshots and repairs (see its package doc).

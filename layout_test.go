@@ -27,6 +27,7 @@ var allowedImports = map[string][]string{
 	"internal/kind":       {},
 	"internal/luascript":  {},
 	"internal/protomodel": {},
+	"internal/waitmodel":  {},
 	"internal/procguard":  {},
 	"internal/mdsnippet":  {},
 	"internal/proctest":   {},

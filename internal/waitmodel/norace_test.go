@@ -1,0 +1,5 @@
+//go:build !race
+
+package waitmodel_test
+
+const raceOn = false
