@@ -293,6 +293,10 @@ func (e *QuorumError) Error() string {
 	if e.Kind != nil {
 		b.WriteString(": ")
 		b.WriteString(strings.TrimPrefix(e.Kind.Error(), "redlock: "))
+		if e.Kind == ErrLocked && e.promised > 0 {
+			// Inspect shows such a name free: say why it was refused.
+			fmt.Fprintf(&b, " (free on %d node(s) but promised to a waiting caller)", e.promised)
+		}
 	}
 	if e.Cause != nil {
 		b.WriteString(": ")

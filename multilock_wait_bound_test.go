@@ -2,8 +2,10 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock"
@@ -132,7 +134,8 @@ func TestAMultiLockIsNotStarvedByOverlappingTurnsOnTwoMembers(t *testing.T) {
 // What the bound costs, and where it ends: a multi-lock that has waited
 // its TTL keeps a member promised to it while its other member is held, so
 // the member's next Lock waiter waits too; when the multi-lock gives up,
-// it leaves the member's queue and hands the promise on at once.
+// it leaves the member's queue and frees the member at once (leave.lua
+// drops the promise and wakes the member's waiters).
 func TestAMultiLockKeepsAPromisedMemberUntilItGivesUp(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
@@ -158,7 +161,7 @@ func TestAMultiLockKeepsAPromisedMemberUntilItGivesUp(t *testing.T) {
 	cl.inQueue(t, "wk-a", 1)
 	got := lockAndUnlock(cl.newClient(t), "wk-a", 20*time.Second)
 	cl.inQueue(t, "wk-a", 2)
-	time.Sleep(2 * ttl) // the multi-lock has waited past its TTL
+	time.Sleep(2 * ttl)                   // the multi-lock has waited past its TTL
 	if err := a.Unlock(ctx); err != nil { // promised to the multi-lock, first in line
 		t.Fatal(err)
 	}
@@ -167,6 +170,11 @@ func TestAMultiLockKeepsAPromisedMemberUntilItGivesUp(t *testing.T) {
 		t.Fatalf("the Lock waiter behind the multi-lock got wk-a (%v) while the multi-lock, past its TTL, waited for wk-b: "+
 			"the multi-lock passed its promise on", err)
 	case <-time.After(time.Second):
+	}
+	// Free, and refused: the error says why (Inspect shows it free).
+	_, err = cl.newClient(t).TryLock(ctx, "wk-a")
+	if !errors.Is(err, redlock.ErrLocked) || !strings.Contains(err.Error(), "promised to a waiting caller") {
+		t.Errorf("TryLock of the kept member: %v, want ErrLocked saying it is promised to a waiting caller", err)
 	}
 	mcancel()
 	if err := <-multi; err == nil {
