@@ -40,6 +40,7 @@ end
 -- only refuses a writer until later calls drop them.
 local function admittedReaders(now)
   if redis.call('EXISTS', RWAIT) == 0 or phaseKeyClash() then return false end
+  now = now or phaseNow() -- nil: the caller has not needed the time
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', RSEEN, '-inf', '(' .. now, 'LIMIT', 0, 64)) do
     redis.call('ZREM', RWAIT, m)
     redis.call('ZREM', RSEEN, m)

@@ -70,10 +70,15 @@ if type(purged) == 'table' and purged.err then return wrongType(KEYS[6]) end
 -- NX: a copy of this call that lands late (a resend, a paused node) must
 -- not reset an entry that an Extend has set since, as SET NX leaves a
 -- mutex's key alone.
-redis.call('ZADD', KEYS[6], 'NX', now + tonumber(ARGV[2]), ARGV[1])
--- The set lives as long as its longest-lived entry.
-local last = redis.call('ZRANGE', KEYS[6], -1, -1, 'WITHSCORES')
-redis.call('PEXPIRE', KEYS[6], math.max(1, tonumber(last[2]) - now))
+local added = redis.call('ZADD', KEYS[6], 'NX', now + tonumber(ARGV[2]), ARGV[1])
+-- The set lives as long as its longest-lived entry: this one, if it is
+-- alone (the uncontended read).
+if added == 1 and redis.call('ZCARD', KEYS[6]) == 1 then
+  redis.call('PEXPIRE', KEYS[6], math.max(1, tonumber(ARGV[2])))
+else
+  local last = redis.call('ZRANGE', KEYS[6], -1, -1, 'WITHSCORES')
+  redis.call('PEXPIRE', KEYS[6], math.max(1, tonumber(last[2]) - now))
+end
 if not FENCED then return 1 end
 local c = redis.call('INCR', KEYS[8])
 local h = getString(KEYS[7])

@@ -30,9 +30,16 @@ if was == 1 or (was == 0 and announce and ARGV[6] == '0') then
     redis.call('ZREM', KEYS[4], ARGV[4])
     redis.call('ZREM', KEYS[5], ARGV[4])
   end
-  local now = phaseNow()
-  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
-  if redis.call('ZCARD', KEYS[6]) == 0 then
+  -- The set goes with its last entry: when it is gone (the last reader
+  -- out, the common case) one call tells it.
+  local now
+  local empty = redis.call('EXISTS', KEYS[6]) == 0
+  if not empty then
+    now = phaseNow()
+    redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
+    empty = redis.call('ZCARD', KEYS[6]) == 0
+  end
+  if empty then
     if announce and admittedReaders(now) then return wakeReaders(was) end
     releaseOne({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}, {ARGV[1], '0', ARGV[3], ARGV[4], ARGV[5]})
   end
