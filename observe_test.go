@@ -131,7 +131,14 @@ func TestObserverSeesFailuresAndEachAttempt(t *testing.T) {
 	if len(evs) < 2 {
 		t.Fatalf("want one event per attempt, got %d", len(evs))
 	}
-	for _, ev := range evs[:len(evs)-1] {
+	// The attempts the deadline cut come last: none (it passed between
+	// attempts), one, or two under load (an attempt decided as the deadline
+	// passed, and one that ended at once).
+	cut := len(evs)
+	for cut > 1 && errors.Is(evs[cut-1].Err, context.DeadlineExceeded) {
+		cut--
+	}
+	for _, ev := range evs[:cut] {
 		if !errors.Is(ev.Err, redlock.ErrLocked) || ev.Validity != 0 || ev.Token != 0 || ev.Commit != nil {
 			t.Errorf("attempt: %+v", ev)
 		}
