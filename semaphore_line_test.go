@@ -163,8 +163,15 @@ func TestSemaphoreWaitersAreServedInArrivalOrder(t *testing.T) {
 // never find one; a loaded machine sometimes does).
 func TestSemaphoreRequestForManyDoesNotStarve(t *testing.T) {
 	cl := startCluster(t, 3)
-	for _, ruleGone := range []bool{false, true} {
-		name := fmt.Sprintf("many-%v", ruleGone)
+	// The rule removed, a loaded machine sometimes finds all three free
+	// at once by chance: up to three tries to see the starvation (the
+	// rule kept is checked once, strictly).
+	starved := false
+	for try, ruleGone := range []bool{false, true, true, true} {
+		if ruleGone && starved {
+			break
+		}
+		name := fmt.Sprintf("many-%v-%d", ruleGone, try)
 		var hooks map[int]redis.Hook
 		if ruleGone {
 			hooks = semRuleGone(t)
@@ -204,8 +211,10 @@ func TestSemaphoreRequestForManyDoesNotStarve(t *testing.T) {
 			t.Errorf("granted slots %v, want all 3", p.Slots())
 		case !ruleGone && meanwhile > fair:
 			t.Errorf("%d single permits were granted while the request for all 3 waited, want at most %d", meanwhile, fair)
-		case ruleGone && err == nil && meanwhile <= fair:
-			t.Errorf("rule removed: the request for all 3 was served after %d single grants; the replay did not starve it", meanwhile)
+		case ruleGone && (err != nil || meanwhile > fair):
+			starved = true
+		case ruleGone && try == 3:
+			t.Errorf("rule removed: the request for all 3 was served after %d single grants, three tries running; the replay did not starve it", meanwhile)
 		}
 		t.Logf("ruleGone=%v: %d single grants while the request for all 3 waited (%v)", ruleGone, meanwhile, err)
 		if err == nil {
