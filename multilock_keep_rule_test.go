@@ -293,27 +293,6 @@ func TestACycleOfMultiLocksOrderedDifferentlyOnEachNodeGetsTheirSets(t *testing.
 	_ = start
 }
 
-// gateHook blocks every command while gated (a stalled link).
-type gateHook struct{ gated *atomic.Bool }
-
-func (h gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		for h.gated.Load() {
-			time.Sleep(time.Millisecond)
-		}
-		return next(ctx, cmd)
-	}
-}
-func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for h.gated.Load() {
-			time.Sleep(time.Millisecond)
-		}
-		return next(ctx, cmds)
-	}
-}
-
 // From the review, the no-deadlock argument needs a waiter's place to be the
 // same in every member's queue. enqueueOn keeps a place per queue (min of
 // now - waited over the joins), and release.lua drops a waiter that is not
