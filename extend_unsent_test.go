@@ -51,6 +51,15 @@ func TestUnsentShorteningDoesNotCapLaterExtends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// TryLock returns at a majority: wait for its call on the third node,
+	// or that script would count as a cancelled Extend's.
+	for i := range 3 {
+		for deadline := time.Now().Add(10 * time.Second); cl.inspect[i].Exists(ctx, "redlock:{x}").Val() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("n%d never got TryLock's call", i)
+			}
+		}
+	}
 	before := make([]int, 3)
 	for i := range before {
 		before[i] = review32EvalCalls(t, cl, i)
