@@ -251,7 +251,7 @@ func TestAPromiseToACancelledWaiterIsNotTakenForAnotherOwner(t *testing.T) {
 	ctx := context.Background()
 	waitFor := func(n *atomic.Int32, want int32, what string) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); n.Load() < want && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(15 * time.Second); n.Load() < want && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}
 		if got := n.Load(); got < want {
