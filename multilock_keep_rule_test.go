@@ -14,7 +14,9 @@ import (
 )
 
 // wireCut fails every command once cut is set: the client's wires are gone
-// (no renewal, no Leave reaches the node).
+// (no renewal, no Leave reaches the node). Not faultHook (fencing_test.go):
+// that one lets pipelines through, and the batching link sends calls made
+// while another is in flight as pipelines.
 type wireCut struct{ cut *atomic.Bool }
 
 func (h wireCut) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -161,19 +163,26 @@ func TestThreeMultiLocksInACyclePastTheirTTLAllGetTheirSets(t *testing.T) {
 	}
 }
 
-func cycleOnce(t *testing.T, n int, order []int, mopts []redlock.Option) {
-	cl := startCluster(t, n)
-	ctx := context.Background()
-	names := []string{"cy-a", "cy-b", "cy-c"}
+// holdAll takes every name with one client, for 30 s.
+func holdAll(t *testing.T, cl *cluster, names []string) []*redlock.Lock {
+	t.Helper()
 	holder := cl.newClient(t, redlock.WithTTL(30*time.Second))
 	var held []*redlock.Lock
 	for _, nm := range names {
-		l, err := holder.TryLock(ctx, nm)
+		l, err := holder.TryLock(context.Background(), nm)
 		if err != nil {
 			t.Fatal(err)
 		}
 		held = append(held, l)
 	}
+	return held
+}
+
+func cycleOnce(t *testing.T, n int, order []int, mopts []redlock.Option) {
+	cl := startCluster(t, n)
+	ctx := context.Background()
+	names := []string{"cy-a", "cy-b", "cy-c"}
+	held := holdAll(t, cl, names)
 	sets := [][]string{{"cy-a", "cy-b"}, {"cy-b", "cy-c"}, {"cy-c", "cy-a"}}
 	const ttl = 200 * time.Millisecond
 	var wg sync.WaitGroup
@@ -221,15 +230,7 @@ func TestACycleOfMultiLocksOrderedDifferentlyOnEachNodeGetsTheirSets(t *testing.
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	names := []string{"cx-a", "cx-b", "cx-c"}
-	holder := cl.newClient(t, redlock.WithTTL(30*time.Second))
-	var held []*redlock.Lock
-	for _, nm := range names {
-		l, err := holder.TryLock(ctx, nm)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, l)
-	}
+	held := holdAll(t, cl, names)
 	sets := [][]string{{"cx-a", "cx-b"}, {"cx-b", "cx-c"}, {"cx-c", "cx-a"}}
 	// delays[i][node]: M1 0/60/30, M2 30/0/60, M3 60/30/0 ms
 	const ms = time.Millisecond
