@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -320,7 +321,105 @@ func TestRWReaderAdmittedWhereTheHoldItWaitedForExpired(t *testing.T) {
 		return n == cl.inspect[2] || rwQueuedWriters(t, n, name) >= 1
 	})
 	_ = w1.Unlock(ctx) // lands on 0 and 1 only
-	r := <-reader
+	var r rwResult
+	select {
+	case r = <-reader:
+	case w := <-writer:
+		t.Fatalf("the writer got in ahead of the reader: %v", w.err)
+	}
+	if r.err != nil {
+		t.Fatalf("the reader: %v", r.err)
+	}
+	select {
+	case w := <-writer:
+		t.Fatalf("the writer got in during the reader's hold: %v", w.err)
+	default:
+	}
+	if err := r.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := <-writer
+	if w.err != nil {
+		t.Fatalf("the writer after the reader: %v", w.err)
+	}
+	_ = w.l.Unlock(ctx)
+}
+
+// writeGrants counts the write acquisitions a node granted, as its client
+// saw them.
+type writeGrants struct{ n atomic.Int64 }
+
+func (g *writeGrants) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (g *writeGrants) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (g *writeGrants) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if c, ok := cmd.(*redis.Cmd); ok && err == nil && redlock.ScriptName(cmd.Args()) == "rw-write" {
+			if v, ok := c.Val().([]any); ok && len(v) > 0 && v[0] == int64(1) {
+				g.n.Add(1)
+			}
+		}
+		return err
+	}
+}
+
+// A reader admitted on a node (the hold it waited for ended there) but not
+// yet on a majority is granted there at each attempt, and rolled back. It
+// must stay live in the wait meanwhile: it renewed its liveness only when
+// refused, so after one liveness period the queued writer's next attempt
+// dropped it there and was granted, and the reader, now waiting for the
+// next hold, could lose the node to the writer for good. Make test-compat
+// caught it as TestRWReaderAdmittedWhereTheHoldItWaitedForExpired's writer
+// getting in first (about 1 run in 20). Here the reader is admitted on node
+// 0 for 3 s while the first writer's hold lives on node 1 (node 2 is cut),
+// with a liveness of about 0.5 s: before the fix the writer was granted on
+// node 0 within that time.
+func TestRWAdmittedReaderStaysLiveWhereItIsGranted(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := "admitted-live"
+	// Liveness: the longest retry delay plus two node timeouts, 0.52 s.
+	opts := []redlock.Option{redlock.WithRetryDelay(5*time.Millisecond, 20*time.Millisecond),
+		redlock.WithNodeTimeout(250 * time.Millisecond)}
+	h := cutScript("rw-release")
+	w1c := cl.actor(t, []*faultHook{nil, h, h}, append(opts, redlock.WithTTL(4*time.Second))...)
+	w1, err := rwMutex(t, w1c, name).TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expires := time.Now().Add(4 * time.Second)
+	readers := cl.actor(t, []*faultHook{nil, nil, cut()}, opts...)
+	grants := &writeGrants{}
+	writers := cl.hookedOn(t, map[int]redis.Hook{0: grants, 2: cut()}, opts...)
+	reader := rwInBackground(ctx, rwMutex(t, readers, name), true)
+	waitOnEvery(t, cl, "the reader waits", func(n redis.UniversalClient) bool {
+		return n == cl.inspect[2] || rwWaitingReaders(t, n, name) == 1
+	})
+	writer := rwInBackground(ctx, rwMutex(t, writers, name), false)
+	waitOnEvery(t, cl, "the writer queues", func(n redis.UniversalClient) bool {
+		return n == cl.inspect[2] || rwQueuedWriters(t, n, name) >= 1
+	})
+	_ = w1.Unlock(ctx) // lands on node 0 only
+	time.Sleep(time.Until(expires.Add(-500 * time.Millisecond)))
+	if n := grants.n.Load(); n != 0 {
+		t.Fatalf("node 0 granted the queued writer %d time(s) while the reader admitted there waited", n)
+	}
+	select {
+	case r := <-reader:
+		t.Fatalf("the reader got a majority while the first writer held node 1: %v", r.err)
+	case w := <-writer:
+		t.Fatalf("the writer got a majority while the first writer held node 1: %v", w.err)
+	default:
+	}
+	var r rwResult
+	select { // once the first writer's hold expires on node 1
+	case r = <-reader:
+	case w := <-writer:
+		t.Fatalf("the writer got in ahead of the reader: %v", w.err)
+	}
 	if r.err != nil {
 		t.Fatalf("the reader: %v", r.err)
 	}

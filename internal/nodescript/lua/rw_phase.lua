@@ -8,7 +8,8 @@
 -- holds the key: Unlock or expiry alike), the reader is admitted ahead of
 -- the queued writers, and no writer is promised or granted the lock while
 -- such a reader is live (RSEEN: until when, set by its own client at each
--- refusal, as a writer's liveness in the queue's SEEN).
+-- attempt while it waits, refused or granted short of a majority, as a
+-- writer's liveness in the queue's SEEN).
 --
 -- The script including it sets RPHASE, RWAIT and RSEEN first. Nothing here
 -- runs while nobody waits: an uncontended read touches none of these keys,

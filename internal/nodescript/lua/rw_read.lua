@@ -65,6 +65,14 @@ if writerQueued() then
   if clash then return wrongType(clash) end
   if not admitted(WAITER) then return refused(now, false) end
 end
+-- A waiting reader granted here has not yet won a majority: its attempt may
+-- still be rolled back and retried. It stays live in the wait, as at each
+-- refusal, or its place would lapse where it is admitted (it is refused
+-- nowhere here to renew it) and a queued writer would take the node ahead
+-- of it (TestRWAdmittedReaderStaysLiveWhereItIsGranted).
+if WAITER ~= '' and type(redis.pcall('ZSCORE', RWAIT, WAITER)) == 'string' and not phaseKeyClash() then
+  waitRead(WAITER, now, ARGV[4], true)
+end
 local purged = redis.pcall('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 if type(purged) == 'table' and purged.err then return wrongType(KEYS[6]) end
 -- NX: a copy of this call that lands late (a resend, a paused node) must
