@@ -106,7 +106,29 @@ func (l *Lease) RoundOne(ctx context.Context, waited time.Duration) (*round.Tall
 	}
 	l.acquire = l.shape.Acquire(l, waited.Microseconds())
 	return e.Rounds.Run(ctx, round.Spec{Name: "lock", Op: op, Then: l.afterAcquire},
-		(*round.Tally).Decided, e.Rounds.GiveUpOnContention)
+		decidedAndExplained, e.Rounds.GiveUpOnContention)
+}
+
+// decidedAndExplained ends round 1 once it is won, or lost and the nodes
+// still silent can no longer change why (classifyAcquire): a lost round
+// whose refusals, with the silent nodes' grants, would have made a
+// majority waits for those nodes (up to GiveUpOnContention's grace, then
+// ErrUnavailable, as for paused nodes). Ending at the loss, with one node
+// of three down and the lock held on the others, reported ErrUnavailable
+// whenever the down node's error came before the second refusal (18 of 20
+// TryLocks; a waiting Lock backed off as in an outage and gave up at its
+// outage bound while the lock was merely held:
+// TestALockHeldBesideADownNodeIsContention). The silent nodes answer
+// within a round trip when up; while every node answers, a lost round is
+// explained at once (a majority refused).
+func decidedAndExplained(t *round.Tally) bool {
+	if t.Won() {
+		return true
+	}
+	if !t.Lost() {
+		return false
+	}
+	return classifyAcquire(t) != kind.ErrUnavailable || !couldBeContention(t, t.N-t.Replied)
 }
 
 // Fail abandons a lost attempt and says why it was lost: ctxErr if ctx

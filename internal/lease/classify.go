@@ -106,10 +106,24 @@ func classifyAcquire(t *round.Tally) error {
 	// A node that stores another size for a semaphore refuses as a held
 	// lock does: a minority of them (a SetPermits that missed a node) is
 	// contention, and the other slots are worth trying.
-	if t.Granted()+t.Counts[round.NodeRefused]+permits >= t.Majority {
+	if couldBeContention(t, 0) {
 		return kind.ErrLocked
 	}
 	return kind.ErrUnavailable
+}
+
+// couldBeContention: the nodes that granted or refused (a held lock, or
+// another size for a semaphore), with silent more that would answer so,
+// make a majority: the attempt was lost to refusals, not for want of
+// answers.
+func couldBeContention(t *round.Tally, silent int) bool {
+	permits := 0
+	for _, r := range t.Results {
+		if errors.Is(r.Err, kind.ErrPermits) {
+			permits++
+		}
+	}
+	return t.Granted()+t.Counts[round.NodeRefused]+permits+silent >= t.Majority
 }
 
 // classifyEnded says why an attempt that ctx cut short was not won, from
