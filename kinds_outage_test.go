@@ -197,3 +197,110 @@ func TestALockHeldBesideADownNodeIsContention(t *testing.T) {
 		t.Fatalf("Lock of a held lock, one node of three down: want ctx's deadline, not an outage, got %v (gave up after %v)", err, qe.GaveUpAfter)
 	}
 }
+
+// A lost round waits for its explanation a grace at most (adversarial
+// review of 606aa0f, whose round 1 waited for the silent nodes while they
+// could turn ErrUnavailable into ErrLocked). With an even node count the wait
+// has no grace: GiveUpOnContention only brings the end forward once a
+// majority has replied, and a lost round of 4 nodes (1 down, 1 refusal,
+// 2 paused) has 2 replies of the 3 needed, so collect waits up to the
+// round's patience (5 s by default), not "a grace after the last reply"
+// (design.md). A majority outage with one stale key: before 606aa0f
+// TryLock said ErrUnavailable at once.
+func TestAnEvenOutageWithOneRefusalEndsWithinAGrace(t *testing.T) {
+	cl := startCluster(t, 4)
+	c := cl.newClient(t)
+	bg := context.Background()
+	if l, err := c.TryLock(bg, "warm"); err != nil { // node list checked while all are up
+		t.Fatal(err)
+	} else if err := l.Unlock(bg); err != nil {
+		t.Fatal(err)
+	}
+	cl.holdAsStranger(t, "even-outage", 1) // a leftover on one node only
+	fullNode(t, cl, 0) // down for writes, and says so at once (OOM)
+	cl.pause(t, 2, 3)
+	start := time.Now()
+	_, err := c.TryLock(bg, "even-outage")
+	took := time.Since(start)
+	qe := quorumError(t, err)
+	t.Logf("TryLock: %v after %v (outcomes %v)", err, took, countOutcomes(qe.Nodes))
+	if !errors.Is(err, redlock.ErrUnavailable) {
+		t.Errorf("2 of 4 nodes paused, 1 down: want ErrUnavailable, got Kind %v", qe.Kind)
+	}
+	// The grace is max(3 x slowest reply, node timeout / 10): a few ms here.
+	// Half the patience (5 s), which it waited out, leaves room for a busy
+	// machine.
+	if took > 2500*time.Millisecond {
+		t.Errorf("TryLock took %v in an outage that was decided at once (node timeout 50ms)", took)
+	}
+}
+
+// A caller's deadline during that wait does not change why the round was
+// lost (the same review). The same outage with a caller's deadline: the wait turned it into
+// ErrLocked (classifyEnded: a node refused), "held elsewhere" for a lock
+// nobody holds on a majority, in a deployment where no majority answers.
+// Before 606aa0f the round was lost, and said ErrUnavailable, within
+// milliseconds, long before the deadline.
+func TestAnOutageCutByCtxWhileExplainedSaysUnavailable(t *testing.T) {
+	cl := startCluster(t, 4)
+	c := cl.newClient(t)
+	bg := context.Background()
+	if l, err := c.TryLock(bg, "warm"); err != nil {
+		t.Fatal(err)
+	} else if err := l.Unlock(bg); err != nil {
+		t.Fatal(err)
+	}
+	cl.holdAsStranger(t, "even-outage-ctx", 1)
+	fullNode(t, cl, 0) // down for writes, and says so at once (OOM)
+	cl.pause(t, 2, 3)
+	ctx, cancel := context.WithTimeout(bg, time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := c.TryLock(ctx, "even-outage-ctx")
+	took := time.Since(start)
+	qe := quorumError(t, err)
+	t.Logf("TryLock(1 s ctx): %v after %v (outcomes %v)", err, took, countOutcomes(qe.Nodes))
+	if errors.Is(err, redlock.ErrLocked) || !errors.Is(err, redlock.ErrUnavailable) {
+		t.Errorf("3 of 4 nodes out, a stale key on 1: want ErrUnavailable, got Kind %v", qe.Kind)
+	}
+}
+
+// Three nodes, a majority out (one down, one paused) and a stale key on
+// the third: a deadline that ended inside the new grace made the same
+// outage say ErrLocked (the same review). A node timeout of 2 s makes the grace 200 ms.
+func TestAnOutageCutByCtxInTheGraceSaysUnavailable(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithNodeTimeout(2*time.Second), redlock.WithTTL(30*time.Second))
+	bg := context.Background()
+	if l, err := c.TryLock(bg, "warm"); err != nil {
+		t.Fatal(err)
+	} else if err := l.Unlock(bg); err != nil {
+		t.Fatal(err)
+	}
+	cl.holdAsStranger(t, "odd-outage-ctx", 1)
+	fullNode(t, cl, 0) // down for writes, and says so at once (OOM)
+	cl.pause(t, 2)
+	for i := 0; i < 5; i++ {
+		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+		_, err := c.TryLock(ctx, "odd-outage-ctx")
+		cancel()
+		qe := quorumError(t, err)
+		t.Logf("TryLock %d (100 ms ctx): %v (outcomes %v)", i+1, err, countOutcomes(qe.Nodes))
+		if errors.Is(err, redlock.ErrLocked) || !errors.Is(err, redlock.ErrUnavailable) {
+			t.Fatalf("2 of 3 nodes out, a stale key on 1: want ErrUnavailable, got Kind %v", qe.Kind)
+		}
+	}
+}
+
+// fullNode makes node i refuse every write with OOM: a node down that
+// answers at once (a killed node's error waits for go-redis's dial retries).
+func fullNode(t *testing.T, cl *cluster, i int) {
+	t.Helper()
+	bg := context.Background()
+	for _, kv := range [][2]string{{"maxmemory-policy", "noeviction"}, {"maxmemory", "1"}} {
+		if err := cl.inspect[i].ConfigSet(bg, kv[0], kv[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { cl.inspect[i].ConfigSet(bg, "maxmemory", "0") })
+}

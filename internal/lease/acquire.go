@@ -105,15 +105,39 @@ func (l *Lease) RoundOne(ctx context.Context, waited time.Duration) (*round.Tall
 		op = l.fencedAcquireOp
 	}
 	l.acquire = l.shape.Acquire(l, waited.Microseconds())
-	return e.Rounds.Run(ctx, round.Spec{Name: "lock", Op: op, Then: l.afterAcquire},
-		decidedAndExplained, e.Rounds.GiveUpOnContention)
+	// lostFirst: the nodes lost the round before ctx ended; the rest of
+	// the wait only explains it, and ctx ending it must not change why
+	// (classifyEnded says ErrLocked if any node refused: a majority
+	// outage with a stale key on one node said "held elsewhere").
+	lostFirst := false
+	done := func(t *round.Tally) bool {
+		if t.Lost() && ctx.Err() == nil {
+			lostFirst = true
+		}
+		return decidedAndExplained(t)
+	}
+	// A lost round waits a grace at most for its explanation, whether or
+	// not a majority has replied (4 nodes: 1 down, 1 refusal, 2 paused).
+	soon := func(t *round.Tally) (time.Time, bool) {
+		if t.Lost() {
+			return t.LastReply.Add(e.Rounds.Grace(t)), true
+		}
+		return e.Rounds.GiveUpOnContention(t)
+	}
+	t, err := e.Rounds.Run(ctx, round.Spec{Name: "lock", Op: op, Then: l.afterAcquire}, done, soon)
+	if err != nil && t != nil && lostFirst {
+		err = nil // CutShort left the silent nodes NodeTimedOut: no contention
+	}
+	return t, err
 }
 
 // decidedAndExplained ends round 1 once it is won, or lost and the nodes
 // still silent can no longer change why (classifyAcquire): a lost round
 // whose refusals, with the silent nodes' grants, would have made a
-// majority waits for those nodes (up to GiveUpOnContention's grace, then
-// ErrUnavailable, as for paused nodes). Ending at the loss, with one node
+// majority waits for those nodes (up to a grace after the last reply, then
+// ErrUnavailable, as for paused nodes; RoundOne's soon, which holds with
+// any number of replies: 4 nodes, 1 down, 1 refusing and 2 paused waited
+// out the round's patience, 5 s). Ending at the loss, with one node
 // of three down and the lock held on the others, reported ErrUnavailable
 // whenever the down node's error came before the second refusal (18 of 20
 // TryLocks; a waiting Lock backed off as in an outage and gave up at its

@@ -121,16 +121,35 @@ func (e *Engine) FanOut(ctx context.Context, name string, after []chan struct{},
 		hung = e.hungNodes()
 	}
 	for i, node := range e.links {
-		e.workers.run(func() {
-			defer e.bg.Done()
-			rep := e.call(ctx, r, i, node, after, sent, hung != nil && hung[i], op)
-			replies <- rep
-			if then != nil {
-				then(rep)
-			}
-		})
+		e.workers.run(nodeCall{e: e, ctx: ctx, r: r, i: i, node: node, after: after, sent: sent,
+			hung: hung != nil && hung[i], op: op, then: then, replies: replies})
 	}
 	return replies, nil
+}
+
+// nodeCall is one node's part of a round, handed to a worker by value:
+// a closure per call was a tenth of a lock+unlock's allocations.
+type nodeCall struct {
+	e       *Engine
+	ctx     context.Context
+	r       *round
+	i       int
+	node    redis.UniversalClient
+	after   []chan struct{}
+	sent    []bool
+	hung    bool
+	op      NodeOp
+	then    func(Reply)
+	replies chan<- Reply
+}
+
+func (c *nodeCall) run() {
+	defer c.e.bg.Done()
+	rep := c.e.call(c.ctx, c.r, c.i, c.node, c.after, c.sent, c.hung, c.op)
+	c.replies <- rep
+	if c.then != nil {
+		c.then(rep)
+	}
 }
 
 // call is one node's part of a round (FanOut).

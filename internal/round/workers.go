@@ -36,7 +36,7 @@ type workers struct {
 
 // worker is one idle-able goroutine of workers.
 type worker struct {
-	job chan func() // buffered: run hands a job to the worker it took out of idle
+	job chan nodeCall // buffered: run hands a job to the worker it took out of idle
 }
 
 // workerIdle is how long a worker waits for its next call before it ends:
@@ -45,7 +45,7 @@ type worker struct {
 const workerIdle = time.Second
 
 // run runs f on the worker that became idle last, or on a new one.
-func (w *workers) run(f func()) {
+func (w *workers) run(f nodeCall) {
 	w.mu.Lock()
 	if n := len(w.idle); n > 0 {
 		wk := w.idle[n-1]
@@ -59,13 +59,13 @@ func (w *workers) run(f func()) {
 	w.wg.Go(func() { w.work(f) })
 }
 
-func (w *workers) work(f func()) {
-	wk := &worker{job: make(chan func(), 1)}
+func (w *workers) work(f nodeCall) {
+	wk := &worker{job: make(chan nodeCall, 1)}
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
-		f()
-		f = nil // an idle worker keeps no caller's context or Lock alive
+		f.run()
+		f = nodeCall{} // an idle worker keeps no caller's context or Lock alive
 		w.mu.Lock()
 		w.idle = append(w.idle, wk)
 		w.mu.Unlock()
