@@ -217,7 +217,7 @@ func TestAnEvenOutageWithOneRefusalEndsWithinAGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.holdAsStranger(t, "even-outage", 1) // a leftover on one node only
-	fullNode(t, cl, 0) // down for writes, and says so at once (OOM)
+	fullNode(t, cl, 0)                     // down for writes, and says so at once (OOM)
 	cl.pause(t, 2, 3)
 	start := time.Now()
 	_, err := c.TryLock(bg, "even-outage")
