@@ -109,26 +109,33 @@ func (l *Lease) RoundOne(ctx context.Context, waited time.Duration) (*round.Tall
 	// the wait only explains it, and ctx ending it must not change why
 	// (classifyEnded says ErrLocked if any node refused: a majority
 	// outage with a stale key on one node said "held elsewhere").
-	lostFirst := false
+	l.lostFirst = false
 	done := func(t *round.Tally) bool {
 		if t.Lost() && ctx.Err() == nil {
-			lostFirst = true
+			l.lostFirst = true
 		}
 		return decidedAndExplained(t)
 	}
-	// A lost round waits a grace at most for its explanation, whether or
-	// not a majority has replied (4 nodes: 1 down, 1 refusal, 2 paused).
+	// A lost round waits for its explanation until the node timeout from
+	// its start (a grace after the last reply, if that is later), whether
+	// or not a majority has replied (4 nodes: 1 down, 1 refusal, 2 paused
+	// waited out the 5 s patience). Not just a grace: the grace is measured
+	// on the nodes that answered, and a healthy node farther away than they
+	// are (15 ms, the grace 5 ms) was counted as down, a held lock beside a
+	// down node said ErrUnavailable every time, and a waiting Lock gave up
+	// at its outage bound.
+	start := time.Now()
 	soon := func(t *round.Tally) (time.Time, bool) {
 		if t.Lost() {
-			return t.LastReply.Add(e.Rounds.Grace(t)), true
+			end := t.LastReply.Add(e.Rounds.Grace(t))
+			if timeout := start.Add(e.NodeTimeout); timeout.After(end) {
+				end = timeout
+			}
+			return end, true
 		}
 		return e.Rounds.GiveUpOnContention(t)
 	}
-	t, err := e.Rounds.Run(ctx, round.Spec{Name: "lock", Op: op, Then: l.afterAcquire}, done, soon)
-	if err != nil && t != nil && lostFirst {
-		err = nil // CutShort left the silent nodes NodeTimedOut: no contention
-	}
-	return t, err
+	return e.Rounds.Run(ctx, round.Spec{Name: "lock", Op: op, Then: l.afterAcquire}, done, soon)
 }
 
 // decidedAndExplained ends round 1 once it is won, or lost and the nodes
@@ -169,6 +176,18 @@ func (l *Lease) Fail(t *round.Tally, ctxErr error, commit []round.NodeResult, wh
 		// by refusals that may be this client's own (Failure.Ended).
 		if !t.Won() {
 			qe.Kind = classifyEnded(t, ctxErr, l.e.NodeTimeout)
+			if l.lostFirst && qe.Kind == kind.ErrLocked && classifyAcquire(t) == kind.ErrUnavailable {
+				// Lost for want of answers, and ctx ended the wait for
+				// the silent nodes that could have said why: a refusal
+				// short of a majority is no holder (a majority outage
+				// with a stale key), and a node cut short before its node
+				// timeout is no outage (a held lock beside a down node,
+				// its third node farther than the ctx).
+				qe.Kind = nil
+				if FailedBefore(t, ctxErr, l.e.NodeTimeout) {
+					qe.Kind = kind.ErrUnavailable
+				}
+			}
 			if qe.Own && qe.Kind == kind.ErrLocked {
 				qe.Kind = nil
 			}

@@ -60,6 +60,9 @@ type Lease struct {
 	// nodes that refused only because the free lock was promised to
 	// another waiter (see LostToPromises)
 	promisedElsewhere atomic.Int32
+	// lostFirst: round 1 was lost before ctx ended (RoundOne); the
+	// caller's goroutine writes and reads it
+	lostFirst bool
 
 	// one Extend at a time (see Extend): holds a token while one runs
 	extending chan struct{}
