@@ -262,3 +262,69 @@ func TestAHeldLockCutByCtxWhileExplainedIsNotAnOutage(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // the far node's call is through
 	}
 }
+
+// lateFail fails every command on one wire after d: a node that is down,
+// and says so late (a connection reset after a while).
+type lateFail struct {
+	d    time.Duration
+	down *atomic.Bool
+}
+
+func (h lateFail) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h lateFail) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !h.down.Load() {
+			return next(ctx, cmd)
+		}
+		time.Sleep(h.d)
+		err := errors.New("test: wire cut late")
+		cmd.SetErr(err)
+		return err
+	}
+}
+func (h lateFail) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !h.down.Load() {
+			return next(ctx, cmds)
+		}
+		time.Sleep(h.d)
+		err := errors.New("test: wire cut late")
+		for _, c := range cmds {
+			c.SetErr(err)
+		}
+		return err
+	}
+}
+
+// Five nodes, the lock held on three of them (1, 3 and 4). For the caller,
+// node 2 is down (at once) and node 3 down (after 10 ms), node 4 healthy but
+// 15 ms away, node 0 free. Node 0's grant and node 1's refusal, with node
+// 2's error, made GiveUpOnContention stop waiting a grace (5 ms) later,
+// before the loss: the explanation wait set later could not move that
+// end, node 4's refusal was never heard, and TryLock said ErrUnavailable
+// (the case the second adversarial review of the explanation wait left
+// open). The wait is now decided where the contention grace is.
+func TestALockHeldBesideTwoDownNodesAndAFarNodeIsContention(t *testing.T) {
+	cl := startCluster(t, 5)
+	bg := context.Background()
+	var down atomic.Bool
+	c := cl.hookedOn(t, map[int]redis.Hook{2: wireCut{&down}, 3: lateFail{10 * time.Millisecond, &down},
+		4: farWire{15 * time.Millisecond}}, redlock.WithMaxOutage(300*time.Millisecond))
+	if l, err := c.TryLock(bg, "held-five-warm"); err != nil { // node list checked while all are up
+		t.Fatal(err)
+	} else if err := l.Unlock(bg); err != nil {
+		t.Fatal(err)
+	}
+	cl.holdAsStranger(t, "held-five", 1, 3, 4)
+	down.Store(true)
+	time.Sleep(100 * time.Millisecond) // the warm-up's calls are through on the far node
+	for i := 0; i < 10; i++ {
+		start := time.Now()
+		_, err := c.TryLock(bg, "held-five")
+		if !errors.Is(err, redlock.ErrLocked) || errors.Is(err, redlock.ErrUnavailable) {
+			t.Fatalf("TryLock %d of a lock held on 3 of 5 nodes, 2 down for this caller, 1 far: want ErrLocked, got %v after %v",
+				i+1, err, time.Since(start))
+		}
+		time.Sleep(30 * time.Millisecond) // the far node's rollback is through
+	}
+}

@@ -125,15 +125,24 @@ func (l *Lease) RoundOne(ctx context.Context, waited time.Duration) (*round.Tall
 	// down node said ErrUnavailable every time, and a waiting Lock gave up
 	// at its outage bound.
 	start := time.Now()
+	// The same holds before the loss where GiveUpOnContention would give
+	// up on the silent nodes after its grace (5 nodes: a grant, a
+	// refusal, two down, one far): the round's end is set by the first
+	// early time, so the wait must be decided there too. While the nodes
+	// that answered explain the loss on their own (a majority refused, or
+	// too many failed), nothing changes: a healthy contended round gives
+	// up at the grace, as before.
 	soon := func(t *round.Tally) (time.Time, bool) {
+		end, ok := e.Rounds.GiveUpOnContention(t)
 		if t.Lost() {
-			end := t.LastReply.Add(e.Rounds.Grace(t))
+			end, ok = t.LastReply.Add(e.Rounds.Grace(t)), true
+		}
+		if ok && silentCouldExplain(t) {
 			if timeout := start.Add(e.NodeTimeout); timeout.After(end) {
 				end = timeout
 			}
-			return end, true
 		}
-		return e.Rounds.GiveUpOnContention(t)
+		return end, ok
 	}
 	return e.Rounds.Run(ctx, round.Spec{Name: "lock", Op: op, Then: l.afterAcquire}, done, soon)
 }
@@ -141,10 +150,9 @@ func (l *Lease) RoundOne(ctx context.Context, waited time.Duration) (*round.Tall
 // decidedAndExplained ends round 1 once it is won, or lost and the nodes
 // still silent can no longer change why (classifyAcquire): a lost round
 // whose refusals, with the silent nodes' grants, would have made a
-// majority waits for those nodes (up to a grace after the last reply, then
-// ErrUnavailable, as for paused nodes; RoundOne's soon, which holds with
-// any number of replies: 4 nodes, 1 down, 1 refusing and 2 paused waited
-// out the round's patience, 5 s). Ending at the loss, with one node
+// majority waits for those nodes (up to the node timeout from the round's
+// start, then ErrUnavailable, as for paused nodes: RoundOne's soon).
+// Ending at the loss, with one node
 // of three down and the lock held on the others, reported ErrUnavailable
 // whenever the down node's error came before the second refusal (18 of 20
 // TryLocks; a waiting Lock backed off as in an outage and gave up at its
@@ -159,7 +167,13 @@ func decidedAndExplained(t *round.Tally) bool {
 	if !t.Lost() {
 		return false
 	}
-	return classifyAcquire(t) != kind.ErrUnavailable || !couldBeContention(t, t.N-t.Replied)
+	return classifyAcquire(t) != kind.ErrUnavailable || !silentCouldExplain(t)
+}
+
+// silentCouldExplain: the silent nodes' answers could still turn an
+// outage (too few grants and refusals) into contention.
+func silentCouldExplain(t *round.Tally) bool {
+	return !couldBeContention(t, 0) && couldBeContention(t, t.N-t.Replied)
 }
 
 // Fail abandons a lost attempt and says why it was lost: ctxErr if ctx
