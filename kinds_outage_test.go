@@ -3,10 +3,14 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
 )
 
 // An outage is not contention (issue 35; found by the adversarial review
@@ -261,4 +265,84 @@ func fullNode(t *testing.T, cl *cluster, i int) {
 		}
 	}
 	t.Cleanup(func() { cl.inspect[i].ConfigSet(bg, "maxmemory", "0") })
+}
+
+// A lost round's explanation wait ends about a node timeout after the
+// round began, also when the round was lost only at a late reply
+// (adversarial review of d4f2fda: the wait's first end was the last reply
+// plus three times the slowest, and nothing but the round's patience
+// capped it while fewer than a majority had answered: 3-4 node timeouts).
+// Nodes 0 and 1 time out (go-redis ReadTimeout just inside the node
+// timeout: no answer), 2 and 3 refuse (a stale key), 4 is paused: an
+// outage, ErrUnavailable.
+func TestAnOutageLostAtALateReplyEndsAboutANodeTimeoutIn(t *testing.T) {
+	cl := startCluster(t, 5)
+	bg := context.Background()
+	const nodeTimeout = 200 * time.Millisecond
+	clients := make([]redis.UniversalClient, 5)
+	for i, n := range cl.nodes {
+		o := &redis.Options{Addr: n.Addr(), MaxRetries: -1}
+		if i < 2 {
+			o.ReadTimeout = nodeTimeout * 8 / 10
+		}
+		clients[i] = redis.NewClient(o)
+	}
+	c, err := redlock.New(clients, redlock.WithNodeTimeout(nodeTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); node.CloseClients(clients) })
+	if l, err := c.TryLock(bg, "late-warm"); err != nil { // node list checked while all are up
+		t.Fatal(err)
+	} else if err := l.Unlock(bg); err != nil {
+		t.Fatal(err)
+	}
+	const tries = 5
+	for i := range tries {
+		cl.holdAsStranger(t, fmt.Sprintf("late-%d", i), 2, 3, 4)
+	}
+	cl.pause(t, 0, 1, 4)
+	took := make([]time.Duration, 0, tries)
+	for i := range tries {
+		start := time.Now()
+		_, err := c.TryLock(bg, fmt.Sprintf("late-%d", i)) // a name each: no wait for the last one's rollbacks
+		took = append(took, time.Since(start))
+		if !errors.Is(err, redlock.ErrUnavailable) || errors.Is(err, redlock.ErrLocked) {
+			t.Fatalf("TryLock %d, 3 of 5 nodes out, a stale key on 2: want ErrUnavailable, got %v", i+1, err)
+		}
+	}
+	slices.Sort(took)
+	// About 3.2 node timeouts before the fix; half a node timeout of room
+	// for a busy machine.
+	if median := took[tries/2]; median > nodeTimeout*3/2 {
+		t.Errorf("TryLock took %v (median of %v) in an outage lost at a late reply: more than 1.5 node timeouts (%v)", median, took, nodeTimeout)
+	}
+}
+
+// An outage cut short by ctx before the round was lost says ErrUnavailable
+// (the same review; there before the explanation wait): 5 nodes, 3 paused
+// for six node timeouts, a stale key on one, the fifth granting, so the
+// round was never lost and ctx ended it. classifyEnded said ErrLocked for
+// the refusal before it looked at the failed nodes: "held elsewhere".
+func TestAnOutageCutByCtxBeforeTheLossSaysUnavailable(t *testing.T) {
+	cl := startCluster(t, 5)
+	c := cl.newClient(t)
+	bg := context.Background()
+	if l, err := c.TryLock(bg, "warm"); err != nil {
+		t.Fatal(err)
+	} else if err := l.Unlock(bg); err != nil {
+		t.Fatal(err)
+	}
+	cl.holdAsStranger(t, "outage-ctx-early", 3) // a leftover on one node
+	cl.pause(t, 0, 1, 2)
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+		_, err := c.TryLock(ctx, "outage-ctx-early")
+		cancel()
+		qe := quorumError(t, err)
+		if errors.Is(err, redlock.ErrLocked) || !errors.Is(err, redlock.ErrUnavailable) {
+			t.Errorf("TryLock %d: 3 of 5 nodes silent for 6 node timeouts, a stale key on 1: want ErrUnavailable, got %v (outcomes %v)",
+				i+1, err, countOutcomes(qe.Nodes))
+		}
+	}
 }

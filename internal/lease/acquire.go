@@ -138,7 +138,17 @@ func (l *Lease) RoundOne(ctx context.Context, waited time.Duration) (*round.Tall
 			end, ok = t.LastReply.Add(e.Rounds.Grace(t)), true
 		}
 		if ok && silentCouldExplain(t) {
-			if timeout := start.Add(e.NodeTimeout); timeout.After(end) {
+			// Up to the node timeout from the start, a tenth of it after
+			// the last reply if later: not the grace after a lost round's
+			// last reply, three times the slowest reply, which after a
+			// late reply (a node failing or timing out just inside the
+			// node timeout) ran to 3-4 node timeouts when fewer than a
+			// majority had answered (TestR3ReadTimeoutsThenPaused).
+			timeout := start.Add(e.NodeTimeout)
+			if late := t.LastReply.Add(e.NodeTimeout / 10); late.After(timeout) {
+				timeout = late
+			}
+			if t.Lost() || timeout.After(end) {
 				end = timeout
 			}
 		}

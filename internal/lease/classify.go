@@ -127,10 +127,10 @@ func couldBeContention(t *round.Tally, silent int) bool {
 }
 
 // classifyEnded says why an attempt that ctx cut short was not won, from
-// what the nodes said before it ended: a kind no retry fixes; ErrLocked if
-// a node refused (the lock was held there); ErrUnavailable only if the
-// nodes that failed before ctx ended (not the ones cut short by it) leave
-// too few for a majority; else nil: ctx alone ended it, and the Cause says
+// what the nodes said before it ended: a kind no retry fixes;
+// ErrUnavailable if the nodes that failed before ctx ended (not the ones
+// cut short by it) leave too few for a majority; else ErrLocked if a node
+// refused (the lock was held there); else nil: ctx alone ended it, and the Cause says
 // so. (It used to say ErrUnavailable for every attempt cancelled before a
 // majority answered: code paging on ErrUnavailable fired on shutdowns.)
 func classifyEnded(t *round.Tally, ctxErr error, nodeTimeout time.Duration) error {
@@ -138,11 +138,16 @@ func classifyEnded(t *round.Tally, ctxErr error, nodeTimeout time.Duration) erro
 	if k != kind.ErrUnavailable {
 		return k
 	}
-	if t.Counts[round.NodeRefused] > 0 {
-		return kind.ErrLocked
-	}
+	// The failed nodes first: a refusal beside a majority that failed
+	// (silent for a node timeout) is a stale key in an outage, as it is
+	// without ctx, not a holder (5 nodes, 3 paused, a stale key on one and
+	// a grant, so the round was never lost: TryLock under a deadline said
+	// "held elsewhere", TestR3OutageCutByCtxBeforeTheLossSaysUnavailable).
 	if FailedBefore(t, ctxErr, nodeTimeout) {
 		return kind.ErrUnavailable
+	}
+	if t.Counts[round.NodeRefused] > 0 {
+		return kind.ErrLocked
 	}
 	return nil
 }
