@@ -328,3 +328,53 @@ func TestALockHeldBesideTwoDownNodesAndAFarNodeIsContention(t *testing.T) {
 		time.Sleep(30 * time.Millisecond) // the far node's rollback is through
 	}
 }
+
+// lateReply delivers every reply on one wire d late: the command reaches
+// the node at once (a long round trip, not a late send).
+type lateReply struct{ d time.Duration }
+
+func (h lateReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h lateReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		time.Sleep(h.d)
+		return err
+	}
+}
+func (h lateReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		time.Sleep(h.d)
+		return err
+	}
+}
+
+// A lock held on every node of three, two of them healthy but answering
+// later than the node timeout (a round in which most nodes are late gives
+// them its patience, and says ErrLocked), cut by a deadline before they
+// answer: not an outage (fourth adversarial review, of f8de361, whose
+// classifyEnded counted the two silent nodes as failed before it looked at
+// the refusal: ErrUnavailable, 4 and 5 of 5). ctx ended before the slow
+// nodes could tell a held lock from an outage: no Kind, ctx's error.
+func TestAHeldLockOnSlowNodesCutByCtxIsNotAnOutage(t *testing.T) {
+	cl := startCluster(t, 3)
+	bg := context.Background()
+	slow := lateReply{250 * time.Millisecond}
+	c := cl.hookedOn(t, map[int]redis.Hook{1: slow, 2: slow}, redlock.WithNodeTimeout(100*time.Millisecond))
+	if l, err := c.TryLock(bg, "held-slow-warm"); err != nil {
+		t.Fatal(err)
+	} else if err := l.Unlock(bg); err != nil {
+		t.Fatal(err)
+	}
+	cl.holdAsStranger(t, "held-slow", 0, 1, 2)
+	time.Sleep(500 * time.Millisecond) // the warm-up's calls are through on the slow nodes
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+		_, err := c.TryLock(ctx, "held-slow")
+		cancel()
+		if errors.Is(err, redlock.ErrUnavailable) {
+			t.Errorf("TryLock %d of a lock held on 3 of 3 nodes, 2 answering in 250 ms, under a 200 ms deadline: want no outage, got %v", i+1, err)
+		}
+		time.Sleep(500 * time.Millisecond) // the slow nodes' calls and rollbacks are through
+	}
+}

@@ -340,8 +340,12 @@ func TestAnOutageCutByCtxBeforeTheLossSaysUnavailable(t *testing.T) {
 		_, err := c.TryLock(ctx, "outage-ctx-early")
 		cancel()
 		qe := quorumError(t, err)
-		if errors.Is(err, redlock.ErrLocked) || !errors.Is(err, redlock.ErrUnavailable) {
-			t.Errorf("TryLock %d: 3 of 5 nodes silent for 6 node timeouts, a stale key on 1: want ErrUnavailable, got %v (outcomes %v)",
+		// Silent for 6 node timeouts, less than the patience a round gives a
+		// silent majority: as a lock held on slow nodes looks
+		// (TestAHeldLockOnSlowNodesCutByCtxIsNotAnOutage), so
+		// ErrUnavailable or ctx's error alone, never "held elsewhere".
+		if errors.Is(err, redlock.ErrLocked) || !errors.Is(err, redlock.ErrUnavailable) && !errors.Is(qe.Cause, context.DeadlineExceeded) {
+			t.Errorf("TryLock %d: 3 of 5 nodes silent for 6 node timeouts, a stale key on 1: want ErrUnavailable or ctx's error alone, got %v (outcomes %v)",
 				i+1, err, countOutcomes(qe.Nodes))
 		}
 	}

@@ -143,7 +143,7 @@ func (l *Lease) RoundOne(ctx context.Context, waited time.Duration) (*round.Tall
 			// last reply, three times the slowest reply, which after a
 			// late reply (a node failing or timing out just inside the
 			// node timeout) ran to 3-4 node timeouts when fewer than a
-			// majority had answered (TestR3ReadTimeoutsThenPaused).
+			// majority had answered (TestAnOutageLostAtALateReplyEndsAboutANodeTimeoutIn).
 			timeout := start.Add(e.NodeTimeout)
 			if late := t.LastReply.Add(e.NodeTimeout / 10); late.After(timeout) {
 				timeout = late

@@ -127,26 +127,39 @@ func couldBeContention(t *round.Tally, silent int) bool {
 }
 
 // classifyEnded says why an attempt that ctx cut short was not won, from
-// what the nodes said before it ended: a kind no retry fixes;
-// ErrUnavailable if the nodes that failed before ctx ended (not the ones
-// cut short by it) leave too few for a majority; else ErrLocked if a node
-// refused (the lock was held there); else nil: ctx alone ended it, and the Cause says
-// so. (It used to say ErrUnavailable for every attempt cancelled before a
-// majority answered: code paging on ErrUnavailable fired on shutdowns.)
+// what the nodes said before it ended (docs/design.md, "An acquisition
+// that ctx cut short"): a kind no retry fixes; ErrUnavailable if the nodes
+// that failed on their own leave too few for a majority; if only the nodes
+// ctx cut short after a node timeout of silence leave too few,
+// ErrUnavailable without a refusal and nil beside one; else ErrLocked if a
+// node refused; else nil: ctx alone ended it, and the Cause says so. (It
+// used to say ErrUnavailable for every attempt cancelled before a majority
+// answered: code paging on ErrUnavailable fired on shutdowns.)
 func classifyEnded(t *round.Tally, ctxErr error, nodeTimeout time.Duration) error {
 	k := classifyAcquire(t)
 	if k != kind.ErrUnavailable {
 		return k
 	}
-	// The failed nodes first: a refusal beside a majority that failed
-	// (silent for a node timeout) is a stale key in an outage, as it is
-	// without ctx, not a holder (5 nodes, 3 paused, a stale key on one and
-	// a grant, so the round was never lost: TryLock under a deadline said
-	// "held elsewhere", TestR3OutageCutByCtxBeforeTheLossSaysUnavailable).
-	if FailedBefore(t, ctxErr, nodeTimeout) {
+	failed, cut := failedBefore(t, ctxErr, nodeTimeout)
+	if t.N-failed < t.Majority {
 		return kind.ErrUnavailable
 	}
-	if t.Counts[round.NodeRefused] > 0 {
+	refused := t.Counts[round.NodeRefused] > 0
+	if t.N-failed-cut < t.Majority {
+		// The silent nodes are paused, or healthy and slower than the node
+		// timeout (a round in which most nodes are late gives them its
+		// patience). Beside a refusal that is a stale key in an outage or
+		// a lock held on the slow nodes, and ctx ended before they could
+		// say which. Checking the refusal first said "held elsewhere" for
+		// the outage (TestAnOutageCutByCtxBeforeTheLossSaysUnavailable);
+		// counting the silent nodes first said ErrUnavailable for the held
+		// lock (TestAHeldLockOnSlowNodesCutByCtxIsNotAnOutage).
+		if refused {
+			return nil
+		}
+		return kind.ErrUnavailable
+	}
+	if refused {
 		return kind.ErrLocked
 	}
 	return nil
@@ -156,14 +169,26 @@ func classifyEnded(t *round.Tally, ctxErr error, nodeTimeout time.Duration) erro
 // leave too few for a majority. A node cut short by ctx failed if it had
 // been silent for a node timeout by then; one cut short sooner had not.
 func FailedBefore(t *round.Tally, ctxErr error, nodeTimeout time.Duration) bool {
-	failed := 0
+	failed, cut := failedBefore(t, ctxErr, nodeTimeout)
+	return t.N-failed-cut < t.Majority
+}
+
+// failedBefore counts the nodes that failed on their own (an error, or
+// given up on by the round) and, apart, the ones ctx cut short after a
+// node timeout of silence.
+func failedBefore(t *round.Tally, ctxErr error, nodeTimeout time.Duration) (failed, cut int) {
 	for _, r := range t.Results {
-		if (r.Outcome == round.NodeFailed || r.Outcome == round.NodeTimedOut) &&
-			(!errors.Is(r.Err, ctxErr) || r.Latency >= nodeTimeout) {
+		if r.Outcome != round.NodeFailed && r.Outcome != round.NodeTimedOut {
+			continue
+		}
+		switch {
+		case !errors.Is(r.Err, ctxErr):
 			failed++
+		case r.Latency >= nodeTimeout:
+			cut++
 		}
 	}
-	return t.N-failed < t.Majority
+	return failed, cut
 }
 
 // BlockingKind returns the kind of the failures no retry can fix, when the
