@@ -60,11 +60,11 @@ func (e *Engine) Run(ctx context.Context, s Spec, done func(*Tally) bool,
 	}
 	t := NewTally(len(e.nodes))
 	err = e.collect(ctx, replies, t, done, deadline, soon)
-	if err == nil && !t.Won() && t.cutBy(ctx.Err()) {
+	if cerr := callerEnded(ctx); err == nil && !t.Won() && t.cutBy(cerr) {
 		// The calls that ctx ended decided the round (they left too few
 		// nodes to win) before collect saw ctx end: it was ctx, not the
 		// nodes, and the caller must be told so.
-		err = ctx.Err()
+		err = cerr
 	}
 	if err != nil {
 		t.CutShort(err, e.Unreachable, time.Since(deadline.Add(-e.timeout)))
@@ -188,10 +188,10 @@ func (e *Engine) call(ctx context.Context, r *round, i int, node redis.Universal
 	if err != nil && (outcome == NodeGranted || outcome == NodeRefused) {
 		outcome = NodeFailed
 	}
-	if err != nil && outcome != NodeAmnesiac && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+	if cerr := endedBy(ctx, err); err != nil && outcome != NodeAmnesiac && cerr != nil {
 		// The caller's ctx ended the call, not the node: it did not answer
 		// in time for this caller, which says nothing about the node.
-		outcome, err = NodeTimedOut, &noAnswerError{ctx.Err()}
+		outcome, err = NodeTimedOut, &noAnswerError{cerr}
 	} else if outcome == NodeFailed && IsTimeout(err) {
 		if cause := e.Unreachable(i); cause != nil {
 			err = cause // go-redis was redialling until the deadline
@@ -319,4 +319,31 @@ func (e *Engine) GiveUpOnContention(t *Tally) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t.LastReply.Add(e.Grace(t)), true
+}
+
+// callerEnded is ctx's error, or DeadlineExceeded once its deadline has
+// passed and before its timer has fired.
+func callerEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// endedBy returns the caller's ctx's error if it ended a call that failed
+// with err: ctx's error itself, or a read or write that timed out at ctx's
+// deadline (a go-redis client with ContextTimeoutEnabled sets its socket
+// deadline to ctx's and says "i/o timeout", not ctx's error). Else nil.
+func endedBy(ctx context.Context, err error) error {
+	cerr := callerEnded(ctx)
+	if err == nil || cerr == nil {
+		return nil
+	}
+	if errors.Is(err, cerr) || cerr == context.DeadlineExceeded && IsTimeout(err) {
+		return cerr
+	}
+	return nil
 }
