@@ -194,11 +194,7 @@ func TestALockHeldBesideADownNodeAndAFarNodeIsContention(t *testing.T) {
 	var down atomic.Bool
 	c := cl.hookedOn(t, map[int]redis.Hook{1: farWire{15 * time.Millisecond}, 2: wireCut{&down}},
 		redlock.WithMaxOutage(300*time.Millisecond))
-	if l, err := c.TryLock(bg, "held-warm"); err != nil { // node list checked while all are up
-		t.Fatal(err)
-	} else if err := l.Unlock(bg); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, c, "held-warm")
 	down.Store(true)
 	time.Sleep(100 * time.Millisecond) // the warm-up's calls are through on the far node
 	bad := 0
@@ -244,11 +240,7 @@ func TestAHeldLockCutByCtxWhileExplainedIsNotAnOutage(t *testing.T) {
 	var down atomic.Bool
 	c := cl.hookedOn(t, map[int]redis.Hook{1: farWire{50 * time.Millisecond}, 2: wireCut{&down}},
 		redlock.WithNodeTimeout(time.Second), redlock.WithTTL(30*time.Second))
-	if l, err := c.TryLock(bg, "held-warm"); err != nil {
-		t.Fatal(err)
-	} else if err := l.Unlock(bg); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, c, "held-warm")
 	down.Store(true)
 	time.Sleep(200 * time.Millisecond)
 	for i := 0; i < 5; i++ {
@@ -311,11 +303,7 @@ func TestALockHeldBesideTwoDownNodesAndAFarNodeIsContention(t *testing.T) {
 	var down atomic.Bool
 	c := cl.hookedOn(t, map[int]redis.Hook{2: wireCut{&down}, 3: lateFail{10 * time.Millisecond, &down},
 		4: farWire{15 * time.Millisecond}}, redlock.WithMaxOutage(300*time.Millisecond))
-	if l, err := c.TryLock(bg, "held-five-warm"); err != nil { // node list checked while all are up
-		t.Fatal(err)
-	} else if err := l.Unlock(bg); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, c, "held-five-warm")
 	cl.holdAsStranger(t, "held-five", 1, 3, 4)
 	down.Store(true)
 	time.Sleep(100 * time.Millisecond) // the warm-up's calls are through on the far node
@@ -362,11 +350,7 @@ func TestAHeldLockOnSlowNodesCutByCtxIsNotAnOutage(t *testing.T) {
 	bg := context.Background()
 	slow := lateReply{250 * time.Millisecond}
 	c := cl.hookedOn(t, map[int]redis.Hook{1: slow, 2: slow}, redlock.WithNodeTimeout(100*time.Millisecond))
-	if l, err := c.TryLock(bg, "held-slow-warm"); err != nil {
-		t.Fatal(err)
-	} else if err := l.Unlock(bg); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, c, "held-slow-warm")
 	cl.holdAsStranger(t, "held-slow", 0, 1, 2)
 	time.Sleep(500 * time.Millisecond) // the warm-up's calls are through on the slow nodes
 	for i := 0; i < 3; i++ {
@@ -400,11 +384,7 @@ func TestAHeldLockOnSlowWiresCutByCtxIsNotAnOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if l, err := c.TryLock(bg, "held-wire-warm"); err != nil {
-		t.Fatal(err)
-	} else if err := l.Unlock(bg); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, c, "held-wire-warm")
 	cl.holdAsStranger(t, "held-wire", 0, 1, 2)
 	for _, i := range []int{1, 2} {
 		if err := cl.nodes[i].SetLatency(bg, 125*time.Millisecond); err != nil { // 250 ms round trip

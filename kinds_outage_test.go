@@ -30,11 +30,7 @@ func TestAMajorityOutageWithOneRefusalSaysUnavailable(t *testing.T) {
 	// (NodeNoReply), not at the node timeout.
 	c := cl.newClient(t, redlock.WithNodeTimeout(500*time.Millisecond))
 	bg := context.Background()
-	if l, err := c.TryLock(bg, "warm"); err != nil { // node list checked while all are up
-		t.Fatal(err)
-	} else if err := l.Unlock(bg); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, c, "warm")
 	cl.holdAsStranger(t, "rk-outage", 1) // one node only: a leftover, not a holder
 	// Node 2 is full (OOM to every write: a node down for writes that
 	// answers at once); nodes 3 and 4 are paused.
@@ -170,11 +166,7 @@ func TestAnEvenOutageWithOneRefusalEndsWithinTheNodeTimeout(t *testing.T) {
 	cl := startCluster(t, 4)
 	c := cl.newClient(t)
 	bg := context.Background()
-	if l, err := c.TryLock(bg, "warm"); err != nil { // node list checked while all are up
-		t.Fatal(err)
-	} else if err := l.Unlock(bg); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, c, "warm")
 	cl.holdAsStranger(t, "even-outage", 1) // a leftover on one node only
 	fullNode(t, cl, 0)                     // down for writes, and says so at once (OOM)
 	cl.pause(t, 2, 3)
@@ -203,11 +195,7 @@ func TestAnOutageCutByCtxWhileExplainedSaysUnavailable(t *testing.T) {
 	cl := startCluster(t, 4)
 	c := cl.newClient(t)
 	bg := context.Background()
-	if l, err := c.TryLock(bg, "warm"); err != nil {
-		t.Fatal(err)
-	} else if err := l.Unlock(bg); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, c, "warm")
 	cl.holdAsStranger(t, "even-outage-ctx", 1)
 	fullNode(t, cl, 0) // down for writes, and says so at once (OOM)
 	cl.pause(t, 2, 3)
@@ -230,11 +218,7 @@ func TestAnOutageCutByCtxInTheGraceSaysUnavailable(t *testing.T) {
 	cl := startCluster(t, 3)
 	c := cl.newClient(t, redlock.WithNodeTimeout(2*time.Second), redlock.WithTTL(30*time.Second))
 	bg := context.Background()
-	if l, err := c.TryLock(bg, "warm"); err != nil {
-		t.Fatal(err)
-	} else if err := l.Unlock(bg); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, c, "warm")
 	cl.holdAsStranger(t, "odd-outage-ctx", 1)
 	fullNode(t, cl, 0) // down for writes, and says so at once (OOM)
 	cl.pause(t, 2)
@@ -292,11 +276,7 @@ func TestAnOutageLostAtALateReplyEndsAboutANodeTimeoutIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close(); node.CloseClients(clients) })
-	if l, err := c.TryLock(bg, "late-warm"); err != nil { // node list checked while all are up
-		t.Fatal(err)
-	} else if err := l.Unlock(bg); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, c, "late-warm")
 	const tries = 5
 	for i := range tries {
 		cl.holdAsStranger(t, fmt.Sprintf("late-%d", i), 2, 3, 4)
@@ -328,11 +308,7 @@ func TestAnOutageCutByCtxBeforeTheLossSaysUnavailable(t *testing.T) {
 	cl := startCluster(t, 5)
 	c := cl.newClient(t)
 	bg := context.Background()
-	if l, err := c.TryLock(bg, "warm"); err != nil {
-		t.Fatal(err)
-	} else if err := l.Unlock(bg); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, c, "warm")
 	cl.holdAsStranger(t, "outage-ctx-early", 3) // a leftover on one node
 	cl.pause(t, 0, 1, 2)
 	for i := 0; i < 3; i++ {
@@ -348,5 +324,20 @@ func TestAnOutageCutByCtxBeforeTheLossSaysUnavailable(t *testing.T) {
 			t.Errorf("TryLock %d: 3 of 5 nodes silent for 6 node timeouts, a stale key on 1: want ErrUnavailable or ctx's error alone, got %v (outcomes %v)",
 				i+1, err, countOutcomes(qe.Nodes))
 		}
+	}
+}
+
+// warmUp takes and releases name through c while every node is up, so
+// that c has checked the node list (and dialled every node) before a test
+// takes nodes away.
+func warmUp(t *testing.T, c *redlock.Client, name string) {
+	t.Helper()
+	bg := context.Background()
+	l, err := c.TryLock(bg, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(bg); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -321,28 +321,7 @@ func TestRWReaderAdmittedWhereTheHoldItWaitedForExpired(t *testing.T) {
 		return n == cl.inspect[2] || rwQueuedWriters(t, n, name) >= 1
 	})
 	_ = w1.Unlock(ctx) // lands on 0 and 1 only
-	var r rwResult
-	select {
-	case r = <-reader:
-	case w := <-writer:
-		t.Fatalf("the writer got in ahead of the reader: %v", w.err)
-	}
-	if r.err != nil {
-		t.Fatalf("the reader: %v", r.err)
-	}
-	select {
-	case w := <-writer:
-		t.Fatalf("the writer got in during the reader's hold: %v", w.err)
-	default:
-	}
-	if err := r.l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w := <-writer
-	if w.err != nil {
-		t.Fatalf("the writer after the reader: %v", w.err)
-	}
-	_ = w.l.Unlock(ctx)
+	readerThenWriter(t, ctx, reader, writer)
 }
 
 // writeGrants counts the write acquisitions a node granted, as its client
@@ -414,8 +393,16 @@ func TestRWAdmittedReaderStaysLiveWhereItIsGranted(t *testing.T) {
 		t.Fatalf("the writer got a majority while the first writer held node 1: %v", w.err)
 	default:
 	}
+	readerThenWriter(t, ctx, reader, writer) // once the first writer's hold expires on node 1
+}
+
+// readerThenWriter checks that the reader gets in first, that the writer
+// does not get in during the reader's hold, and that it gets in after the
+// reader's Unlock.
+func readerThenWriter(t *testing.T, ctx context.Context, reader, writer <-chan rwResult) {
+	t.Helper()
 	var r rwResult
-	select { // once the first writer's hold expires on node 1
+	select {
 	case r = <-reader:
 	case w := <-writer:
 		t.Fatalf("the writer got in ahead of the reader: %v", w.err)

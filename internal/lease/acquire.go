@@ -206,11 +206,10 @@ func (l *Lease) Fail(t *round.Tally, ctxErr error, commit []round.NodeResult, wh
 				// short of a majority is no holder (a majority outage
 				// with a stale key), and a node cut short before its node
 				// timeout is no outage (a held lock beside a down node,
-				// its third node farther than the ctx).
+				// its third node farther than the ctx). (Where the
+				// failed nodes leave too few, classifyEnded has said
+				// ErrUnavailable already.)
 				qe.Kind = nil
-				if FailedBefore(t, ctxErr, l.e.NodeTimeout) {
-					qe.Kind = kind.ErrUnavailable
-				}
 			}
 			if qe.Own && qe.Kind == kind.ErrLocked {
 				qe.Kind = nil
