@@ -91,7 +91,7 @@ func naiveGrant(ctx context.Context, c *Client, l *lease.Lease, v NaiveVariant, 
 		return nil, ErrNoValidity, nil
 	}
 	if v != NaiveNoCommit {
-		commit, kind, cause = l.CommitRound(ctx, token, commitWithoutAbort(l, token))
+		commit, kind, cause = l.CommitRound(ctx, token, commitWithoutAbort(l, token), nil)
 		if kind != nil || cause != nil {
 			return commit, kind, cause
 		}

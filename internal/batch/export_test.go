@@ -16,3 +16,6 @@ func (l *Link) State() (inFlight int, rtt, patience time.Duration, queued int, a
 	defer l.mu.Unlock()
 	return l.inFlight, l.rtt, l.patience(), len(l.queue), l.armed
 }
+
+// Left reports whether p's batch has taken it: Unsend is then too late.
+func (p *Pending) Left() bool { return p.state.Load() == sent }

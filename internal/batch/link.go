@@ -70,12 +70,13 @@ type Link struct {
 	idle    *sync.Cond
 }
 
-// call is one Do waiting in a Link's queue.
+// call is one Do, or one TryQueue, waiting in a Link's queue.
 type call struct {
 	ctx   context.Context
 	cmd   *redis.Cmd
-	state atomic.Int32 // queued, sent or dropped
-	done  chan struct{}
+	state atomic.Int32  // queued, sent or dropped
+	done  chan struct{} // Do's: closed once cmd has its reply
+	then  Completion    // TryQueue's: told once cmd has its reply
 }
 
 const (
@@ -249,18 +250,15 @@ func (l *Link) send(batch []*call, start time.Time) {
 	taught := false
 	defer func() { l.returned(start, taught) }()
 	live := batch[:0]
+	told := 0 // live[:told] have been given their replies
 	defer func() {
 		// Nobody can recover a panic on this goroutine: a client that was
 		// never set up (a zero redis.Client{}) or a caller's UniversalClient
 		// that panics fails the calls of the batch instead.
 		if p := recover(); p != nil {
-			for _, c := range live {
-				select {
-				case <-c.done:
-				default:
-					c.cmd.SetErr(fmt.Errorf("%w: %v", ErrClientPanicked, p))
-					close(c.done)
-				}
+			for _, c := range live[told:] {
+				c.cmd.SetErr(fmt.Errorf("%w: %v", ErrClientPanicked, p))
+				c.answer()
 			}
 		}
 	}()
@@ -285,7 +283,8 @@ func (l *Link) send(batch []*call, start time.Time) {
 		c := live[0]
 		_ = l.UniversalClient.Process(c.ctx, c.cmd)
 		taught = answered(c.cmd.Err())
-		close(c.done)
+		told++
+		c.answer()
 		return
 	}
 	ctx := context.Background()
@@ -304,8 +303,18 @@ func (l *Link) send(batch []*call, start time.Time) {
 		taught = taught && answered(c.cmd.Err())
 	}
 	for _, c := range live {
-		close(c.done)
+		told++
+		c.answer()
 	}
+}
+
+// answer hands c its reply: Do's caller wakes, TryQueue's Completion runs.
+func (c *call) answer() {
+	if c.then != nil {
+		c.then.Complete(c.cmd)
+		return
+	}
+	close(c.done)
 }
 
 // Wait waits until no batch is in flight. A batch that starts while Wait

@@ -154,7 +154,7 @@ func (l *Lease) RoundOne(ctx context.Context, waited time.Duration) (*round.Tall
 		}
 		return end, ok
 	}
-	return e.Rounds.Run(ctx, round.Spec{Name: "lock", Op: op, Then: l.afterAcquire}, done, soon)
+	return e.Rounds.Run(ctx, round.Spec{Name: "lock", Op: op, Split: (*roundOne)(l), Then: l.afterAcquire}, done, soon)
 }
 
 // decidedAndExplained ends round 1 once it is won, or lost and the nodes
@@ -264,7 +264,12 @@ func (l *Lease) acquireOp(ctx context.Context, i int, node redis.UniversalClient
 	if err := l.afterOwn(ctx, i); err != nil {
 		return round.NodeFailed, 0, err
 	}
-	n, err := l.acquire.Run(ctx, node).Int64()
+	return l.parseAcquire(i, l.acquire.Run(ctx, node))
+}
+
+// parseAcquire is node i's outcome of round 1, unfenced.
+func (l *Lease) parseAcquire(i int, cmd *redis.Cmd) (round.Outcome, int64, error) {
+	n, err := cmd.Int64()
 	switch {
 	case err == nil && !l.list.admit(l, i, 0):
 		l.e.Deployment.Recheck()
@@ -283,73 +288,28 @@ func (l *Lease) acquireOp(ctx context.Context, i int, node redis.UniversalClient
 	return round.NodeRefused, 0, nil
 }
 
+// roundOne is round 1 split for a batch (round.Split).
+type roundOne Lease
+
+func (r *roundOne) Command(i int) []any {
+	l := (*Lease)(r)
+	if !l.ownEnded(i) {
+		return nil
+	}
+	return l.acquire.Command()
+}
+
+func (r *roundOne) Parse(i int, cmd *redis.Cmd) (round.Outcome, int64, error) {
+	l := (*Lease)(r)
+	if l.e.Fencing {
+		return l.parseFencedAcquire(i, cmd)
+	}
+	return l.parseAcquire(i, cmd)
+}
+
 // refusedPromised is the acquisition scripts' status for a node where the
 // lock is free but promised to another waiter.
 const refusedPromised = 2
-
-// afterAcquire runs on the node's goroutine once its acquisition call has
-// returned. If the attempt as a whole failed, it rolls the node back, after
-// the call and never before it.
-func (l *Lease) afterAcquire(r round.Reply) {
-	l.acqOutcome[r.Node] = r.Outcome
-	l.acqSent[r.Node] = r.Sent
-	close(l.acqDone[r.Node])
-	<-l.verdict
-	if l.success {
-		return // held
-	}
-	ended := func() { l.e.settling.callEnded(l.rollbacks, r.Node, l.names...) }
-	if !l.acqSent[r.Node] {
-		ended()
-		return // nothing was sent there
-	}
-	l.e.releaseNode(r.Node, l, definite(r.Outcome), l.rollbackTried[r.Node], ended)
-}
-
-// definite reports whether a call's outcome proves that the node processed
-// it, so no copy of it can still be in flight.
-func definite(o round.Outcome) bool { return o == round.NodeGranted || o == round.NodeRefused }
-
-// Acquired turns a won attempt into a held lease with token, valid until
-// until.
-func (l *Lease) Acquired(token uint64, results []round.NodeResult, until time.Time) {
-	l.token = token
-	l.results = results
-	l.until = until
-	l.timer = l.e.Clock.AfterFunc(l.doneIn(until, l.term.TTL), l.closeDone)
-	l.success = true
-	close(l.verdict)
-}
-
-// abandon settles a lost attempt: every node is rolled back after its call
-// returns. It waits, for at most one node timeout, for the first rollback
-// try on the nodes that granted, so a caller that retries does not trip over
-// its own value; everything else is rolled back in the background.
-func (l *Lease) abandon(t *round.Tally) {
-	l.results = t.Snapshot()
-	l.closeDone()
-	l.rollbackTried = make([]chan struct{}, len(l.e.Nodes))
-	for i := range l.rollbackTried {
-		l.rollbackTried[i] = make(chan struct{})
-	}
-	// This client's next attempt on the name waits for the rollbacks, as
-	// for an Unlock's releases (settle.go), for a node timeout at most.
-	l.rollbacks = l.e.settling.start(len(l.e.Nodes), l.names...)
-	l.rollbacks.until.Store(int64(time.Since(l.e.Rounds.Epoch()) + l.e.NodeTimeout))
-	close(l.verdict)
-	wait := time.NewTimer(l.e.NodeTimeout)
-	defer wait.Stop()
-	for i, r := range l.results {
-		if !t.Heard[i] || r.Outcome != round.NodeGranted {
-			continue
-		}
-		select {
-		case <-l.rollbackTried[i]:
-		case <-wait.C:
-			return
-		}
-	}
-}
 
 // ownRefusalsDecided reports whether attempt l was lost to refusals that
 // may be this client's own old value: nodes where a release or rollback

@@ -41,7 +41,12 @@ func (f *Failure) Error() string {
 // Answer runs a call whose script answers 1 (done: NodeGranted) or 0 (not
 // done: NodeRefused), as the acquisition, release and extension scripts do.
 func Answer(ctx context.Context, call *nodescript.Call, node redis.UniversalClient) (round.Outcome, int64, error) {
-	n, err := call.Run(ctx, node).Int64()
+	return parseAnswer(call.Run(ctx, node))
+}
+
+// parseAnswer is Answer's outcome of cmd.
+func parseAnswer(cmd *redis.Cmd) (round.Outcome, int64, error) {
+	n, err := cmd.Int64()
 	switch {
 	case err != nil:
 		return round.NodeFailed, 0, err

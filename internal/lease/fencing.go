@@ -35,11 +35,17 @@ var errNoIdentity = fmt.Errorf("%w: the node holds no fencing identity", kind.Er
 
 // fencedAcquireOp is round 1 on one node.
 func (l *Lease) fencedAcquireOp(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
-	e := l.e
 	if err := l.afterOwn(ctx, i); err != nil {
 		return round.NodeFailed, 0, err
 	}
-	vals, err := l.acquire.Run(ctx, node).Int64Slice()
+	return l.parseFencedAcquire(i, l.acquire.Run(ctx, node))
+}
+
+// parseFencedAcquire is node i's outcome of round 1, fenced: the node's
+// candidate, or why it does not count.
+func (l *Lease) parseFencedAcquire(i int, cmd *redis.Cmd) (round.Outcome, int64, error) {
+	e := l.e
+	vals, err := cmd.Int64Slice()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return round.NodeFailed, 0, kind.WrongType(err)
@@ -77,18 +83,34 @@ func (l *Lease) fencedAcquireOp(ctx context.Context, i int, node redis.Universal
 // commit is round 2: raise H to token on a majority. It returns the kind of
 // failure (nil on success) and the per-node results.
 func (l *Lease) commit(ctx context.Context, token int64) (nodes []round.NodeResult, why, cause error) {
-	call := l.shape.Commit(l, token)
-	return l.CommitRound(ctx, token, func(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
-		h, o, err := l.CommitOn(ctx, call, i, node)
-		switch {
-		case o != round.NodeGranted:
-			return o, 0, err
-		case h > token:
-			return round.NodeRefused, h, nil // someone committed a newer token
-		default:
-			return round.NodeGranted, h, nil
-		}
-	})
+	c := &commitRound{l: l, call: l.shape.Commit(l, token), token: token}
+	return l.CommitRound(ctx, token, c.op, c)
+}
+
+// commitRound is round 2 of one attempt, whole (op) and split for a batch
+// (round.Split).
+type commitRound struct {
+	l     *Lease
+	call  *nodescript.Call
+	token int64
+}
+
+func (c *commitRound) op(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
+	return c.Parse(i, c.call.Run(ctx, node))
+}
+
+func (c *commitRound) Command(int) []any { return c.call.Command() }
+
+func (c *commitRound) Parse(i int, cmd *redis.Cmd) (round.Outcome, int64, error) {
+	h, o, err := c.l.parseCommit(i, cmd)
+	switch {
+	case o != round.NodeGranted:
+		return o, 0, err
+	case h > c.token:
+		return round.NodeRefused, h, nil // someone committed a newer token
+	default:
+		return round.NodeGranted, h, nil
+	}
 }
 
 // foreign is the Err of a node that refused l's roster, and starts a new
@@ -106,7 +128,12 @@ func (l *Lease) foreign() error {
 // (which the caller compares with the token), or why the node does not
 // count.
 func (l *Lease) CommitOn(ctx context.Context, call *nodescript.Call, i int, node redis.UniversalClient) (int64, round.Outcome, error) {
-	vals, err := call.Run(ctx, node).Int64Slice()
+	return l.parseCommit(i, call.Run(ctx, node))
+}
+
+// parseCommit is CommitOn's outcome of cmd.
+func (l *Lease) parseCommit(i int, cmd *redis.Cmd) (int64, round.Outcome, error) {
+	vals, err := cmd.Int64Slice()
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return 0, round.NodeFailed, kind.WrongType(err)
@@ -128,13 +155,13 @@ func (l *Lease) CommitOn(ctx context.Context, call *nodescript.Call, i int, node
 
 // CommitRound sends round 2 (op on every node) and tells its outcome: any
 // node that refuses aborts the acquisition (a newer token was committed).
-func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp) (nodes []round.NodeResult, why, cause error) {
+func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp, split round.Split) (nodes []round.NodeResult, why, cause error) {
 	e := l.e
 	if e.Hooks.RoundTwo != nil {
 		e.Hooks.RoundTwo(l.name, uint64(token))
 	}
 	aborted := func(t *round.Tally) bool { return t.Counts[round.NodeRefused] > 0 }
-	t, ctxErr := e.Rounds.Run(ctx, round.Spec{Name: "commit", Op: op},
+	t, ctxErr := e.Rounds.Run(ctx, round.Spec{Name: "commit", Op: op, Split: split},
 		func(t *round.Tally) bool { return t.Decided() || aborted(t) }, nil)
 	if t == nil {
 		return nil, nil, ctxErr

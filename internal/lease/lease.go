@@ -57,6 +57,9 @@ type Lease struct {
 	// closed when the attempt is decided; success is set before.
 	verdict chan struct{}
 	success bool
+	// per node: counts its call's return and the verdict; the second
+	// settles the node (settleNode)
+	toSettle []atomic.Int32
 	// nodes that refused only because the free lock was promised to
 	// another waiter (see LostToPromises)
 	promisedElsewhere atomic.Int32
@@ -97,6 +100,7 @@ func (e *Engine) initLease(l *Lease, r Request) {
 	l.acqDone = make([]chan struct{}, n)
 	l.acqOutcome = make([]round.Outcome, n)
 	l.acqSent = make([]bool, n)
+	l.toSettle = make([]atomic.Int32, n)
 	l.verdict = make(chan struct{})
 	l.done = make(chan struct{})
 	l.extending = make(chan struct{}, 1)

@@ -45,22 +45,27 @@ func (l *Lease) release(ctx context.Context) ([]round.NodeResult, error) {
 		return Answer(ctx, l.unlockCall(definite(l.acqOutcome[i])), node)
 	}
 	inFlight := e.settling.start(len(e.Nodes), l.names...)
+	// then runs on the goroutine that delivered the reply: it must not
+	// block, so a retry goes on a goroutine of its own.
 	then := func(r round.Reply) {
 		retry := r.Sent && (r.Outcome == round.NodeFailed && !round.IsServerReply(r.Err) || r.Outcome == round.NodeTimedOut)
 		if retry {
 			// Before the call counts as ended: an attempt ordered after it
 			// must know that the old value may still be there.
 			e.settling.retryStart(len(e.Nodes), r.Node, l.names...)
-			defer e.settling.retryEnd(r.Node, l.names...)
 		}
 		e.settling.callEnded(inFlight, r.Node, l.names...)
 		if retry {
-			e.retryRelease(e.Nodes[r.Node], l, definite(l.acqOutcome[r.Node]), nil)
+			i := r.Node
+			e.Rounds.GoHeld(func() {
+				defer e.settling.retryEnd(i, l.names...)
+				e.retryRelease(e.Nodes[i], l, definite(l.acqOutcome[i]), nil)
+			})
 		}
 	}
 	// Decided at the majority: see settle.go for what the rest still do.
 	roundStart := time.Now()
-	t, cause := e.Rounds.Run(ctx, round.Spec{Name: "unlock", Op: op, Then: then, Detach: true,
+	t, cause := e.Rounds.Run(ctx, round.Spec{Name: "unlock", Op: op, Split: (*unlockRound)(l), Then: then, Detach: true,
 		After: l.acqDone, Sent: l.acqSent}, // nothing to release where nothing was sent
 		(*round.Tally).WonOrRefused, nil)
 	if t == nil {
@@ -132,6 +137,18 @@ func (e *Engine) ReleaseCall(l *Lease, sure, announce bool) *nodescript.Call {
 		markerTTL = e.markerTTL(l)
 	}
 	return l.shape.Release(l, markerTTL, announce)
+}
+
+// unlockRound is Release's round split for a batch (round.Split).
+type unlockRound Lease
+
+func (r *unlockRound) Command(i int) []any {
+	l := (*Lease)(r)
+	return l.unlockCall(definite(l.acqOutcome[i])).Command()
+}
+
+func (r *unlockRound) Parse(_ int, cmd *redis.Cmd) (round.Outcome, int64, error) {
+	return parseAnswer(cmd)
 }
 
 // unlockCall is Release's call, built once for all nodes.

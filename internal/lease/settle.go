@@ -215,6 +215,18 @@ func (l *Lease) afterOwn(ctx context.Context, i int) error {
 	return nil
 }
 
+// ownEnded reports whether afterOwn would return at once.
+func (l *Lease) ownEnded(i int) bool {
+	for _, r := range l.ownReleases {
+		select {
+		case <-r.nodes[i]:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // wait waits until name's releases in flight have settled or reached their
 // until, or ctx ends; it returns ctx's error in the last case. epoch is
 // the round engine's. Releases whose Unlock has not returned (a TryLock racing

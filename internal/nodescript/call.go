@@ -69,6 +69,23 @@ func (sc *Call) build(h string, keys, argv []any) *[]any {
 	return &args
 }
 
+// Command is the call as one EVALSHA command, or nil while the script's
+// digest is not known (Run sends its source, and learns the digest). A
+// node that answers NOSCRIPT did not run it: Run sends the source then.
+func (sc *Call) Command() []any {
+	args := *sc.args.Load()
+	if args[0] == "eval" {
+		h := sc.script.Hash()
+		if h == "" {
+			return nil
+		}
+		next := sc.build(h, args[3:3+sc.keys], args[3+sc.keys:])
+		sc.args.Store(next)
+		args = *next
+	}
+	return args
+}
+
 // Run sends the call to node, and the script's source if the node does not
 // know it yet (a fresh or restarted node), as Script.Run does.
 func (sc *Call) Run(ctx context.Context, node redis.UniversalClient) *redis.Cmd {

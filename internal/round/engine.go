@@ -34,9 +34,13 @@ type Hooks struct {
 // make the calls, each node's health, and the record of its failed dials;
 // and the closing of all of it. It is safe for concurrent use.
 type Engine struct {
-	nodes             []redis.UniversalClient
-	links             []redis.UniversalClient // what the calls go through: the nodes, or their batch.Links
-	batches           []*batch.Link           // the links, when batched
+	nodes   []redis.UniversalClient
+	links   []redis.UniversalClient // what the calls go through: the nodes, or their batch.Links
+	batches []*batch.Link           // the links, when batched
+	// riding: calls may ride their batches without a worker (batched.go).
+	// Not with per-node hooks: a hook that blocks must hold up only its
+	// node's part of the round, which needs a goroutine per call.
+	riding            bool
 	timeout, patience time.Duration
 	hooks             Hooks
 
@@ -77,6 +81,7 @@ func New(nodes []redis.UniversalClient, cfg Config) *Engine {
 			e.links[i] = l
 			e.batches = append(e.batches, l)
 		}
+		e.riding = cfg.Hooks.NodeCall == nil && cfg.Hooks.NodeReply == nil
 	}
 	e.workers.stop = e.closing
 	e.life, e.endLife = context.WithCancel(context.Background())
@@ -122,6 +127,19 @@ func (e *Engine) IfOpen(f func()) bool {
 // Go runs f on a goroutine that Wait waits for, unless the engine is
 // closed: then it runs nothing and reports false.
 func (e *Engine) Go(f func()) bool { return e.IfOpen(func() { e.bg.Go(f) }) }
+
+// Hold makes Wait wait until Unhold is called. A round's Then calls it
+// for work that follows the call but waits for something else first (a
+// rollback waits for the verdict): Then must not block the goroutine that
+// runs it, and Close must not return before that work is done.
+func (e *Engine) Hold() { e.bg.Add(1) }
+
+// Unhold ends a Hold.
+func (e *Engine) Unhold() { e.bg.Done() }
+
+// GoHeld runs f on a goroutine that Wait waits for, closed or not. Call it
+// only from a Then, or under a Hold, which keeps Wait from having returned.
+func (e *Engine) GoHeld(f func()) { e.bg.Go(f) }
 
 // Closing is closed by Close: background retries stop.
 func (e *Engine) Closing() <-chan struct{} { return e.closing }

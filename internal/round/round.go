@@ -3,7 +3,6 @@ package round
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +23,9 @@ type Reply struct {
 type Spec struct {
 	Name string // what Trace calls the round: "lock", "commit"...
 	Op   NodeOp
+	// Split, if not nil, is Op in two halves: a call that would wait for
+	// its node's next batch rides it without a goroutine (batched.go).
+	Split Split
 	// After, Sent and Then are FanOut's: a call waits for After[i], nodes
 	// with Sent[i] false are skipped, Then follows each call on its node.
 	After []chan struct{}
@@ -51,7 +53,7 @@ func (e *Engine) Run(ctx context.Context, s Spec, done func(*Tally) bool,
 	if s.Detach {
 		callCtx = context.WithoutCancel(ctx)
 	}
-	replies, err := e.FanOut(callCtx, s.Name, s.After, s.Sent, s.Op, s.Then)
+	replies, err := e.fanOut(callCtx, s.Name, s.After, s.Sent, s.Op, s.Split, s.Then)
 	if err != nil {
 		return nil, err
 	}
@@ -99,13 +101,22 @@ type NodeOp func(ctx context.Context, i int, node redis.UniversalClient) (Outcom
 // with ContextTimeoutEnabled; the node timeout bounds them either way.
 func (e *Engine) FanOut(ctx context.Context, name string, after []chan struct{}, sent []bool, op NodeOp,
 	then func(Reply)) (<-chan Reply, error) {
+	return e.fanOut(ctx, name, after, sent, op, nil, then)
+}
+
+func (e *Engine) fanOut(ctx context.Context, name string, after []chan struct{}, sent []bool, op NodeOp,
+	split Split, then func(Reply)) (<-chan Reply, error) {
 	replies := make(chan Reply, len(e.nodes))
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
+		e.mu.Unlock()
 		return nil, ErrClosed
 	}
+	// Counted before Close can return: Wait waits for these calls. The
+	// rest runs without the lock, which a Trace hook (NodeCall) or a
+	// call's Then may need.
 	e.bg.Add(len(e.nodes))
+	e.mu.Unlock()
 	// The calls of a round start together, so they share one deadline: a
 	// context per node was a tenth of an acquisition's allocations. A call
 	// that had to wait for its node's previous call gets its own.
@@ -121,102 +132,14 @@ func (e *Engine) FanOut(ctx context.Context, name string, after []chan struct{},
 		hung = e.hungNodes()
 	}
 	for i, node := range e.links {
-		e.workers.run(nodeCall{e: e, ctx: ctx, r: r, i: i, node: node, after: after, sent: sent,
-			hung: hung != nil && hung[i], op: op, then: then, replies: replies})
+		c := nodeCall{e: e, ctx: ctx, r: r, i: i, node: node, after: after, sent: sent,
+			hung: hung != nil && hung[i], op: op, then: then, replies: replies}
+		if split != nil && e.riding && e.queue(&c, split) {
+			continue
+		}
+		e.workers.run(c)
 	}
 	return replies, nil
-}
-
-// nodeCall is one node's part of a round, handed to a worker by value:
-// a closure per call was a tenth of a lock+unlock's allocations.
-type nodeCall struct {
-	e       *Engine
-	ctx     context.Context
-	r       *round
-	i       int
-	node    redis.UniversalClient
-	after   []chan struct{}
-	sent    []bool
-	hung    bool
-	op      NodeOp
-	then    func(Reply)
-	replies chan<- Reply
-}
-
-func (c *nodeCall) run() {
-	defer c.e.bg.Done()
-	rep := c.e.call(c.ctx, c.r, c.i, c.node, c.after, c.sent, c.hung, c.op)
-	c.replies <- rep
-	if c.then != nil {
-		c.then(rep)
-	}
-}
-
-// call is one node's part of a round (FanOut).
-func (e *Engine) call(ctx context.Context, r *round, i int, node redis.UniversalClient, after []chan struct{},
-	sent []bool, hung bool, op NodeOp) Reply {
-	defer r.callEnded()
-	skipped := Reply{Node: i, Outcome: NodeTimedOut, Err: ErrNodeHung}
-	health := &e.health[i]
-	if hung {
-		if err := e.Unreachable(i); err != nil {
-			skipped.Outcome, skipped.Err = NodeFailed, err
-		}
-		return skipped
-	}
-	callCtx := r.ctx
-	if after != nil && after[i] != nil {
-		select {
-		case <-after[i]:
-		default:
-			<-after[i]
-			var cancel context.CancelFunc
-			callCtx, cancel = context.WithTimeout(ctx, e.patience)
-			defer cancel()
-		}
-	}
-	if sent != nil && !sent[i] {
-		return skipped
-	}
-	if e.hooks.NodeCall != nil {
-		e.hooks.NodeCall(r.name, i)
-	}
-	start := time.Now()
-	health.sending(e)
-	outcome, value, err := safeOp(op, callCtx, i, node)
-	health.returned(e, err)
-	if err != nil && (outcome == NodeGranted || outcome == NodeRefused) {
-		outcome = NodeFailed
-	}
-	if cerr := endedBy(ctx, err); err != nil && outcome != NodeAmnesiac && cerr != nil {
-		// The caller's ctx ended the call, not the node: it did not answer
-		// in time for this caller, which says nothing about the node.
-		outcome, err = NodeTimedOut, &noAnswerError{cerr}
-	} else if outcome == NodeFailed && IsTimeout(err) {
-		if cause := e.Unreachable(i); cause != nil {
-			err = cause // go-redis was redialling until the deadline
-		} else {
-			outcome = NodeTimedOut
-		}
-	}
-	rep := Reply{Node: i, Outcome: outcome, Value: value, Err: err, Latency: time.Since(start), Sent: true}
-	if e.hooks.NodeReply != nil {
-		e.hooks.NodeReply(r.name, i, NodeResult{Node: i, Outcome: outcome, Err: err, Latency: rep.Latency})
-	}
-	return rep
-}
-
-// safeOp runs op, turning a panic into a failed call: a go-redis client
-// that was never set up (a zero redis.Client{}) or a UniversalClient of the
-// caller's that panics would otherwise kill the process from a goroutine no
-// caller can recover in.
-func safeOp(op NodeOp, ctx context.Context, i int, node redis.UniversalClient) (o Outcome, v int64, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			o, v, err = NodeFailed, 0, fmt.Errorf("%w: node %d's client panicked: %v", ErrBadNode, i, p)
-		}
-	}()
-	return op(ctx, i, node)
 }
 
 // round holds the deadline that a round's calls share. The last call to end
@@ -226,10 +149,17 @@ type round struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	running atomic.Int32
+	// queued is the calls that ride their links' batches (batched.go), and
+	// unwatch stops the watch that ends them with ctx.
+	queued  []atomic.Pointer[queuedCall]
+	unwatch atomic.Pointer[func() bool]
 }
 
 func (r *round) callEnded() {
 	if r.running.Add(-1) == 0 {
+		if stop := r.unwatch.Load(); stop != nil {
+			(*stop)() // else ending ctx would start a goroutine to end nothing
+		}
 		r.cancel()
 	}
 }

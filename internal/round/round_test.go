@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // A round that the caller's ctx cut short returns ctx's error and blames
 // no node, even when the calls ctx ended came back before collect saw ctx
