@@ -102,7 +102,7 @@ func NewLink(node redis.UniversalClient, max int) *Link {
 func (l *Link) Do(ctx context.Context, args ...any) *redis.Cmd {
 	l.mu.Lock()
 	now := time.Now()
-	if len(l.queue) == 0 && (l.inFlight == 0 || l.inFlight < MaxInFlight && now.Sub(l.lastSent) >= l.patience()) {
+	if l.sendsAtOnce(now) {
 		l.inFlight++
 		l.lastSent = now
 		l.mu.Unlock()

@@ -31,7 +31,7 @@ func (l *Link) TryQueue(ctx context.Context, cmd *redis.Cmd, then Completion) *P
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()
-	if len(l.queue) == 0 && (l.inFlight == 0 || l.inFlight < MaxInFlight && now.Sub(l.lastSent) >= l.patience()) {
+	if l.sendsAtOnce(now) {
 		return nil
 	}
 	c := &call{ctx: ctx, cmd: cmd, then: then}
@@ -44,3 +44,17 @@ func (l *Link) TryQueue(ctx context.Context, cmd *redis.Cmd, then Completion) *P
 // has not left; then its Completion is never told. If the batch has left
 // it reports false, and the Completion is told the reply when it comes.
 func (p *Pending) Unsend() bool { return p.state.CompareAndSwap(queued, dropped) }
+
+// Busy reports whether a call made now would wait for a batch: a hint, so
+// that a caller builds what TryQueue takes only when it is likely to be
+// queued (an idle link's call goes out at once, and costs nothing more).
+func (l *Link) Busy() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.sendsAtOnce(time.Now())
+}
+
+// sendsAtOnce: a call made at now goes out at once (Do). l.mu is held.
+func (l *Link) sendsAtOnce(now time.Time) bool {
+	return len(l.queue) == 0 && (l.inFlight == 0 || l.inFlight < MaxInFlight && now.Sub(l.lastSent) >= l.patience())
+}

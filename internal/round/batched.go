@@ -57,26 +57,28 @@ func (e *Engine) queue(c *nodeCall, split Split) bool {
 	if c.sent != nil && !c.sent[i] {
 		return false
 	}
+	link := e.batches[i]
+	if !link.Busy() {
+		return false // nothing to build: it goes out at once, on a worker
+	}
 	args := split.Command(i)
 	if args == nil {
-		DbgNil.Add(1)
 		return false
 	}
 	r := c.r
+	c.started = e.sending(r, i)
+	q := &queuedCall{nodeCall: *c, split: split}
+	if q.p = link.TryQueue(r.ctx, redis.NewCmd(r.ctx, args...), q); q.p == nil {
+		return false
+	}
 	if r.queued == nil {
 		// The round's calls end at its ctx, as a worker's call does,
-		// though no goroutine waits for them.
+		// though no goroutine waits for them. (A ctx that ended before
+		// this runs the watch at once.)
 		r.queued = make([]atomic.Pointer[queuedCall], len(e.nodes))
 		stop := context.AfterFunc(r.ctx, r.expire)
 		r.unwatch.Store(&stop)
 	}
-	c.started = e.sending(r, i)
-	q := &queuedCall{nodeCall: *c, split: split}
-	if q.p = e.batches[i].TryQueue(r.ctx, redis.NewCmd(r.ctx, args...), q); q.p == nil {
-		DbgIdle.Add(1)
-		return false
-	}
-	DbgQ.Add(1)
 	r.queued[i].Store(q)
 	if err := r.ctx.Err(); err != nil {
 		q.expire(err) // the watch may have looked before the Store
@@ -150,5 +152,3 @@ func safeParse(s Split, i int, cmd *redis.Cmd) (o Outcome, v int64, err error) {
 	}()
 	return s.Parse(i, cmd)
 }
-
-var DbgNil, DbgIdle, DbgQ atomic.Int64
