@@ -211,6 +211,49 @@ func TestZeroClientDoesNotCrashTheProcess(t *testing.T) {
 	}
 }
 
+// releasePanics is a client hook that panics on every release script.
+type releasePanics struct{}
+
+func (releasePanics) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (releasePanics) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if redlock.ScriptName(cmd.Args()) == "release" {
+			panic("test: the client panics on a release")
+		}
+		return next(ctx, cmd)
+	}
+}
+func (releasePanics) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// From the adversarial review of the calls that ride a batch (older than
+// it): the rollback of a lost attempt, and the release's retries, call the
+// node's client on goroutines of their own, outside any round's guard, and
+// a client that panicked there ended the process. It fails that node's
+// call now, as in a round.
+func TestARollbackOnAPanickingClientFailsOnlyThatNode(t *testing.T) {
+	if os.Getenv("ADV_CHILD") == "1" {
+		cl := startCluster(t, 3)
+		c := cl.hookedOn(t, map[int]redis.Hook{0: releasePanics{}}, redlock.WithTTL(20*time.Second))
+		cl.holdAsStranger(t, "rp", 1, 2) // node 0 grants, the attempt is lost: node 0 is rolled back
+		if _, err := c.TryLock(context.Background(), "rp"); !errors.Is(err, redlock.ErrLocked) {
+			t.Errorf("TryLock: %v, want ErrLocked", err)
+		}
+		time.Sleep(100 * time.Millisecond) // the rollback has been tried
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestARollbackOnAPanickingClientFailsOnlyThatNode$", "-test.v")
+	cmd.Env = append(os.Environ(), "ADV_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the child failed (%v):\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("the child did not run the test:\n%s", out)
+	}
+}
+
 // From an adversarial review: names with NUL, newline, invalid UTF-8 and braces that could alias.
 func TestOddNamesDoNotAlias(t *testing.T) {
 	cl := startCluster(t, 3)

@@ -40,7 +40,16 @@ func (f *Failure) Error() string {
 
 // Answer runs a call whose script answers 1 (done: NodeGranted) or 0 (not
 // done: NodeRefused), as the acquisition, release and extension scripts do.
-func Answer(ctx context.Context, call *nodescript.Call, node redis.UniversalClient) (round.Outcome, int64, error) {
+// A client that panics fails the call: the rollbacks and the release's
+// retries call it on goroutines of their own, outside any round, where a
+// panic would end the process (a review's replay,
+// TestARollbackOnAPanickingClientFailsOnlyThatNode).
+func Answer(ctx context.Context, call *nodescript.Call, node redis.UniversalClient) (o round.Outcome, v int64, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			o, v, err = round.NodeFailed, 0, fmt.Errorf("%w: %v", round.ErrBadNode, p)
+		}
+	}()
 	return parseAnswer(call.Run(ctx, node))
 }
 
