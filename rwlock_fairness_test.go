@@ -92,7 +92,14 @@ func TestRWReaderWaitsForOneWriterPhaseAtMost(t *testing.T) {
 					hooks[i] = replaceScript{name: "rw-read", source: readerWithoutPhases(t)}
 				}
 			}
-			c := cl.hookedOn(t, hooks, redlock.WithRetryDelay(5*time.Millisecond, 20*time.Millisecond))
+			// A node timeout of 500 ms keeps the queued writer live (SEEN)
+			// for about a second between its retries: with the rule gone,
+			// only a live queued writer refuses the reader, and a writer
+			// whose retry a busy machine delayed past the default liveness
+			// (about 120 ms) let the reader in first (1 run in 20 on the
+			// code before the calls rode their batches, and in CI).
+			c := cl.hookedOn(t, hooks, redlock.WithRetryDelay(5*time.Millisecond, 20*time.Millisecond),
+				redlock.WithNodeTimeout(500*time.Millisecond))
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			name := fmt.Sprintf("phase-%v", ruleGone)
