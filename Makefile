@@ -51,12 +51,14 @@ test-root:
 test-rest:
 	$(GO) test -race -count=1 -p 1 -timeout 20m $$($(GO) list ./... | grep -vx 'github.com/quorumlock/redlock')
 	cd redlockotel && $(GO) test -race -count=1 -timeout 5m ./...
-	$(GO) test -count=1 -timeout 10m ./internal/protomodel ./internal/waitmodel
+	$(GO) test -count=1 -timeout 10m ./internal/protomodel ./internal/waitmodel ./internal/familymodel
 
-## model-deep: the protocol model (internal/protomodel) searched to larger bounds than make test
-## does: every interleaving of clients, wipes, snapshots and repairs (see its package doc).
+## model-deep: the protocol models (internal/protomodel, internal/familymodel) searched to larger
+## bounds than make test does: every interleaving of clients, wipes, snapshots and repairs (see
+## their package docs).
 model-deep:
 	PROTOMODEL_DEEP=1 $(GO) test -count=1 -timeout 120m -run Deep -v ./internal/protomodel
+	FAMILYMODEL_DEEP=1 $(GO) test -count=1 -timeout 120m -run Deep -v ./internal/familymodel
 
 ## deps-valkey: install valkey-server 8.0 from Debian's backports suite, beside redis-server
 ## (.ci/install-valkey derives the apt source from the machine's own Debian source).

@@ -3,8 +3,9 @@ package protomodel
 import (
 	"errors"
 	"hash/maphash"
-	"runtime"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/hashset"
 )
 
 // The search: breadth first over every interleaving of the enabled events
@@ -58,7 +59,7 @@ func Explore(cfg Config, rules Rules) (*Result, error) {
 	began := time.Now()
 	res := &Result{Rules: rules.Name, Complete: true}
 	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-	visited := newHashSet()
+	visited := hashset.New()
 	parents := []parentRec{{parent: -1}}
 	var buf []byte
 	var sc scratch
@@ -67,12 +68,12 @@ func Explore(cfg Config, rules Rules) (*Result, error) {
 		return maphash.Bytes(seeds[0], buf), maphash.Bytes(seeds[1], buf)
 	}
 	init := Initial(&cfg)
-	visited.add(key(sys{&init, &cfg, &rules}))
+	visited.Add(key(sys{&init, &cfg, &rules}))
 	frontier := []queued{{s: init, idx: 0}}
 	var next []queued
 	var evs []Event
 	finish := func(err error) (*Result, error) {
-		res.States, res.Elapsed = visited.n, time.Since(began)
+		res.States, res.Elapsed = visited.Len(), time.Since(began)
 		return res, err
 	}
 	for depth := 0; len(frontier) > 0; depth++ {
@@ -98,12 +99,12 @@ func Explore(cfg Config, rules Rules) (*Result, error) {
 					res.Depth = depth + 1
 					return finish(nil)
 				}
-				if !visited.add(key(s)) {
+				if !visited.Add(key(s)) {
 					continue
 				}
 				parents = append(parents, parentRec{q.idx, e})
 				next = append(next, queued{s: st, idx: int32(len(parents) - 1)})
-				if cfg.MaxStates > 0 && visited.n >= cfg.MaxStates {
+				if cfg.MaxStates > 0 && visited.Len() >= cfg.MaxStates {
 					res.Complete = false
 					return finish(ErrTooManyStates)
 				}
@@ -123,7 +124,7 @@ func exploreDFS(cfg Config, rules Rules) (*Result, error) {
 	began := time.Now()
 	res := &Result{Rules: rules.Name, Complete: true}
 	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-	visited := newHashSet()
+	visited := hashset.New()
 	var buf []byte
 	var sc scratch
 	key := func(s sys) (uint64, uint64) {
@@ -148,7 +149,7 @@ func exploreDFS(cfg Config, rules Rules) (*Result, error) {
 		res.Depth = max(res.Depth, len(stack)-1)
 	}
 	init := Initial(&cfg)
-	visited.add(key(sys{&init, &cfg, &rules}))
+	visited.Add(key(sys{&init, &cfg, &rules}))
 	push(init)
 	for len(stack) > 0 {
 		f := &stack[len(stack)-1]
@@ -173,76 +174,16 @@ func exploreDFS(cfg Config, rules Rules) (*Result, error) {
 			res.Trace = Replay(cfg, rules, res.Events)
 			break
 		}
-		if !visited.add(key(s)) {
+		if !visited.Add(key(s)) {
 			continue
 		}
-		if cfg.MaxStates > 0 && visited.n >= cfg.MaxStates {
+		if cfg.MaxStates > 0 && visited.Len() >= cfg.MaxStates {
 			res.Complete = false
-			res.States, res.Elapsed = visited.n, time.Since(began)
+			res.States, res.Elapsed = visited.Len(), time.Since(began)
 			return res, ErrTooManyStates
 		}
 		push(st)
 	}
-	res.States, res.Elapsed = visited.n, time.Since(began)
+	res.States, res.Elapsed = visited.Len(), time.Since(began)
 	return res, nil
-}
-
-// hashSet is a set of 128-bit hashes: open addressing, linear probing.
-// The pair (0, 0) marks an empty slot (a state hashing to it is taken as
-// (0, 1)).
-type hashSet struct {
-	slots []uint64 // pairs
-	mask  uint64   // slots/2 - 1
-	n     int
-}
-
-func newHashSet() *hashSet {
-	const initial = 1 << 16
-	return &hashSet{slots: make([]uint64, 2*initial), mask: initial - 1}
-}
-
-// add adds (a, b) and reports whether it was new.
-func (h *hashSet) add(a, b uint64) bool {
-	if a == 0 && b == 0 {
-		b = 1
-	}
-	for i := a & h.mask; ; i = (i + 1) & h.mask {
-		x, y := h.slots[2*i], h.slots[2*i+1]
-		if x == 0 && y == 0 {
-			h.slots[2*i], h.slots[2*i+1] = a, b
-			h.n++
-			if uint64(h.n)*4 > (h.mask+1)*3 {
-				h.grow()
-			}
-			return true
-		}
-		if x == a && y == b {
-			return false
-		}
-	}
-}
-
-func (h *hashSet) grow() {
-	defer func() {
-		// The old table is garbage: give it back now, not when the heap
-		// has doubled again (a deep search's table is gigabytes).
-		if len(h.slots) >= 1<<24 {
-			runtime.GC()
-		}
-	}()
-	old := h.slots
-	h.slots = make([]uint64, 2*len(old))
-	h.mask = uint64(len(h.slots)/2 - 1)
-	for i := 0; i < len(old); i += 2 {
-		a, b := old[i], old[i+1]
-		if a == 0 && b == 0 {
-			continue
-		}
-		for j := a & h.mask; ; j = (j + 1) & h.mask {
-			if h.slots[2*j] == 0 && h.slots[2*j+1] == 0 {
-				h.slots[2*j], h.slots[2*j+1] = a, b
-				break
-			}
-		}
-	}
 }

@@ -1,0 +1,159 @@
+package familymodel_test
+
+import (
+	"os"
+	"testing"
+
+	fm "github.com/quorumlock/redlock/internal/familymodel"
+)
+
+// Bounds of the searches (docs/rwlock.md, multilock.md and semaphore.md
+// quote them). A lease bound needs TTL 2 (a hold is valid for one tick);
+// the token bounds skip the validity check (a stalled client clock), so
+// TTL 1 lets keys expire within the clock's one tick.
+var (
+	rwLease     = fm.Config{Scenario: fm.RW, Roles: []fm.Role{fm.Writer, fm.Reader}, Attempts: 1, TTL: 2, MaxTime: 1}
+	rwTokens    = fm.Config{Scenario: fm.RW, Roles: []fm.Role{fm.Writer, fm.Reader}, Attempts: 1, TTL: 1, MaxTime: 1, NoValidityCheck: true}
+	multiLease  = fm.Config{Scenario: fm.Multi, Roles: []fm.Role{fm.MultiLock, fm.Writer}, Names: []uint8{0, 1}, Attempts: 1, TTL: 2, MaxTime: 1}
+	multiTokens = fm.Config{Scenario: fm.Multi, Roles: []fm.Role{fm.MultiLock, fm.Writer}, Names: []uint8{0, 1}, Attempts: 1, TTL: 1, MaxTime: 1, NoValidityCheck: true}
+	semShrink   = fm.Config{Scenario: fm.Sem, Roles: []fm.Role{fm.Slot, fm.Slot}, K0: 2, Shrink: 1, Attempts: 1, TTL: 2, MaxTime: 3, ClientsFrom: 2}
+)
+
+func with(cfg fm.Config, f func(*fm.Config)) fm.Config { f(&cfg); return cfg }
+
+// TestTheLibrarysRulesHold searches each bound completely under the
+// scripts' rules: no violation of the lease, U, M1, Order or Permits.
+func TestTheLibrarysRulesHold(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  fm.Config
+	}{
+		{"rw lease", rwLease},
+		{"rw tokens, a node wiped and repaired", with(rwTokens, func(c *fm.Config) { c.Wipes = 1 })},
+		{"multi lease", multiLease},
+		{"multi tokens", multiTokens},
+		{"semaphore shrink", semShrink},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if raceOn && tc.name != "rw lease" {
+				t.Skip("the race detector slows the search eightfold; make test runs it without -race")
+			}
+			res, err := fm.Explore(tc.cfg, fm.Library, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Violation != nil {
+				t.Fatalf("%v after %d events:\n%s", res.Violation, len(res.Trace), lines(res.Trace))
+			}
+			if !res.Complete {
+				t.Fatal("the search did not complete")
+			}
+			t.Logf("%d states, depth %d, %v", res.States, res.Depth, res.Elapsed.Round(1e6))
+		})
+	}
+}
+
+// TestEachRuleRemovedIsFound: the search is not vacuous. Each script rule
+// removed, it finds the violation the rule prevents (breadth first: a
+// shortest trace, logged).
+func TestEachRuleRemovedIsFound(t *testing.T) {
+	cases := []struct {
+		rule string
+		cfg  fm.Config
+		prop string
+	}{
+		{"ReaderIgnoresWriter", rwLease, "Lease"},
+		{"WriterIgnoresReaders", rwLease, "Lease"},
+		{"NoReaderCommitH", rwTokens, "Order"},
+		{"NoHRCheck", rwTokens, "Order"},
+		{"PartialTake", multiLease, "Lease"},
+		{"MultiCommitFirst", multiTokens, "Order"},
+		{"AdoptAny", semShrink, "Permits"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			if raceOn && tc.cfg.Scenario != fm.RW {
+				t.Skip("the race detector slows the search eightfold; make test runs it without -race")
+			}
+			rules := rulesNamed(t, tc.rule)
+			res, err := fm.Explore(tc.cfg, rules, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Violation == nil || res.Violation.Prop != tc.prop {
+				t.Fatalf("want a %s violation, got %v (%d states, complete %v)", tc.prop, res.Violation, res.States, res.Complete)
+			}
+			t.Logf("%v, %d events:\n%s", res.Violation, len(res.Trace), lines(res.Trace))
+		})
+	}
+}
+
+// TestTheReaderCommitsRaiseOfGIsASafetyNet: rw_read_commit.lua raises G to
+// the reader's token, as a writer's commit does, but the writer's HR check
+// already refuses a token below it: without the raise the tokens keep
+// their order (a writer then aborts and retries, which costs an attempt).
+func TestTheReaderCommitsRaiseOfGIsASafetyNet(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector slows the search eightfold; make test runs it without -race")
+	}
+	res, err := fm.Explore(rwTokens, rulesNamed(t, "NoReaderCommitG"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violation != nil || !res.Complete {
+		t.Fatalf("%v, complete %v:\n%s", res.Violation, res.Complete, lines(res.Trace))
+	}
+}
+
+// TestDeep searches larger bounds (make model-deep): retries, node
+// timeouts, three clients, wipes beside the lease.
+func TestDeep(t *testing.T) {
+	if os.Getenv("FAMILYMODEL_DEEP") == "" {
+		t.Skip("FAMILYMODEL_DEEP=1 (make model-deep)")
+	}
+	cases := []struct {
+		name string
+		cfg  fm.Config
+	}{
+		{"rw lease, keys expiring", with(rwLease, func(c *fm.Config) { c.MaxTime = 2 })},
+		{"rw tokens, a retry each", with(rwTokens, func(c *fm.Config) { c.Attempts = 2 })},
+		{"rw tokens, node timeouts", with(rwTokens, func(c *fm.Config) { c.Timeouts = true })},
+		{"rw tokens, two writers and a reader", with(rwTokens, func(c *fm.Config) { c.Roles = []fm.Role{fm.Writer, fm.Reader, fm.Writer} })},
+		{"multi tokens, a node wiped and repaired", with(multiTokens, func(c *fm.Config) { c.Wipes = 1 })},
+		{"multi lease, keys expiring", with(multiLease, func(c *fm.Config) { c.MaxTime = 2 })},
+		{"semaphore shrink beside acquisitions", with(semShrink, func(c *fm.Config) { c.ClientsFrom = 1 })},
+		{"semaphore shrink, a node wiped", with(semShrink, func(c *fm.Config) { c.Wipes = 1 })},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.MaxStates = 400_000_000
+			res, err := fm.Explore(tc.cfg, fm.Library, true)
+			if err != nil {
+				t.Fatalf("%v after %d states", err, res.States)
+			}
+			if res.Violation != nil {
+				t.Fatalf("%v:\n%s", res.Violation, lines(res.Trace))
+			}
+			t.Logf("%d states, depth %d, %v", res.States, res.Depth, res.Elapsed.Round(1e6))
+		})
+	}
+}
+
+func rulesNamed(t *testing.T, name string) fm.Rules {
+	for _, r := range fm.Broken {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no rule %s", name)
+	return fm.Rules{}
+}
+
+func lines(ss []string) string {
+	out := ""
+	for _, s := range ss {
+		out += "  " + s + "\n"
+	}
+	return out
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package familymodel_test
+
+const raceOn = false

@@ -1,0 +1,8 @@
+//go:build race
+
+package familymodel_test
+
+// raceOn: the race detector slows the largest search about eightfold and
+// has nothing to find in it (one goroutine); make test runs it again
+// without -race.
+const raceOn = true
