@@ -90,11 +90,11 @@ func (s sys) land(e Event) {
 	switch e.Arg {
 	case callRelease:
 		if n.Up {
-			n.release(cfg.Roles[c], names[0]+int(cl.Slot), s.Now, c, cl.Att)
+			n.Release(cfg.Roles[c], names[0]+int(cl.Slot), s.Now, c, cl.Att)
 		}
 		return
 	case callCommit:
-		rep = n.commit(r, cfg.Roles[c], names[0], cl.Best)
+		rep = n.Commit(r, cfg.Roles[c], names[0], cl.Best)
 		if cl.Phase == Round2 {
 			switch {
 			case rep.OK:
@@ -109,13 +109,13 @@ func (s sys) land(e Event) {
 	}
 	switch cfg.Roles[c] {
 	case Reader:
-		rep = n.read(r, s.Now, id, c, cl.Att, ttl)
+		rep = n.Read(r, s.Now, id, c, cl.Att, ttl)
 	case MultiLock:
-		rep = n.multi(r, s.Now, id, c, cl.Att, ttl)
+		rep = n.MultiTake(r, s.Now, id, c, cl.Att, ttl)
 	case Slot:
-		rep = n.take(r, s.Now, c, cl.Att, ttl, cl.Slot, cl.K, cl.V)
+		rep = n.Take(r, s.Now, c, cl.Att, ttl, cl.Slot, cl.K, cl.V)
 	default:
-		rep = n.acquire(r, cfg.Scenario == RW, s.Now, id, c, cl.Att, ttl, names[0])
+		rep = n.Acquire(r, cfg.Scenario == RW, s.Now, id, c, cl.Att, ttl, names[0])
 	}
 	if cl.Phase != Round1 {
 		return
@@ -236,7 +236,7 @@ func (s sys) opLand(i int) {
 			op.V = max(op.V, n.SizeV)
 		}
 	default:
-		ok = n.setSize(uint8(s.cfg.Shrink), op.V)
+		ok = n.SetSize(uint8(s.cfg.Shrink), op.V)
 		op.Stored[i] = op.Stored[i] || ok
 	}
 	if op.Phase == 1 || op.Phase == 2 {

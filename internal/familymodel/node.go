@@ -88,9 +88,9 @@ type Reply struct {
 	K, V uint8
 }
 
-// acquire is lua/fenced_acquire.lua on a mutex's name m (after
+// Acquire is lua/fenced_acquire.lua on a mutex's name m (after
 // rw_write_block.lua for a writer of the RW lock).
-func (n *Node) acquire(r *Rules, rw bool, now, id, c, att, ttl uint8, m int) Reply {
+func (n *Node) Acquire(r *Rules, rw bool, now, id, c, att, ttl uint8, m int) Reply {
 	if !n.Up || n.Marker[c] == att {
 		return Reply{}
 	}
@@ -112,9 +112,9 @@ func (n *Node) acquire(r *Rules, rw bool, now, id, c, att, ttl uint8, m int) Rep
 	return Reply{OK: ok, Cand: n.mint(id, m)}
 }
 
-// read is lua/rw_read.lua, fenced: a reader's entry where no write hold
+// Read is lua/rw_read.lua, fenced: a reader's entry where no write hold
 // lives, and a candidate above H (not HR: readers do not conflict).
-func (n *Node) read(r *Rules, now, id, c, att, ttl uint8) Reply {
+func (n *Node) Read(r *Rules, now, id, c, att, ttl uint8) Reply {
 	if !n.Up || n.Marker[c] == att {
 		return Reply{}
 	}
@@ -128,9 +128,9 @@ func (n *Node) read(r *Rules, now, id, c, att, ttl uint8) Reply {
 	return Reply{OK: true, Cand: n.mint(id, 0)}
 }
 
-// multi is lua/multi_fenced_acquire.lua over the names {0, 1}: every member
+// MultiTake is lua/multi_fenced_acquire.lua over the names {0, 1}: every member
 // or none, and a candidate above both H whatever the outcome.
-func (n *Node) multi(r *Rules, now, id, c, att, ttl uint8) Reply {
+func (n *Node) MultiTake(r *Rules, now, id, c, att, ttl uint8) Reply {
 	if !n.Up {
 		return Reply{}
 	}
@@ -151,9 +151,9 @@ func (n *Node) multi(r *Rules, now, id, c, att, ttl uint8) Reply {
 	return Reply{OK: all || r.PartialTake && n.Marker[c] != att, Cand: n.mint(id, 0, 1)}
 }
 
-// commit is round 2 on the names of role, by lua/commit.lua,
+// Commit is round 2 on the names of role, by lua/commit.lua,
 // rw_write_commit.lua, rw_read_commit.lua or multi_commit.lua.
-func (n *Node) commit(r *Rules, role Role, m int, t uint8) Reply {
+func (n *Node) Commit(r *Rules, role Role, m int, t uint8) Reply {
 	if !n.Up {
 		return Reply{}
 	}
@@ -189,10 +189,10 @@ func (n *Node) commit(r *Rules, role Role, m int, t uint8) Reply {
 	return Reply{OK: true}
 }
 
-// release is lua/release.lua (and rw_release.lua): it deletes what holds
+// Release is lua/release.lua (and rw_release.lua): it deletes what holds
 // the attempt's value, and leaves the value's release marker where nothing
 // does, so that a call of the attempt still in flight cannot land after it.
-func (n *Node) release(role Role, m int, now, c, att uint8) {
+func (n *Node) Release(role Role, m int, now, c, att uint8) {
 	found := false
 	switch role {
 	case Reader:
@@ -215,10 +215,10 @@ func (n *Node) release(role Role, m int, now, c, att uint8) {
 	}
 }
 
-// take is lua/sem_take.lua (unfenced): the size check of lua/permits.lua,
+// Take is lua/sem_take.lua (unfenced): the size check of lua/permits.lua,
 // then slot s as a mutex.
-func (n *Node) take(r *Rules, now, c, att, ttl, s, k, v uint8) Reply {
-	if !n.Up || n.Marker[c] == att {
+func (n *Node) Take(r *Rules, now, c, att, ttl, s, k, v uint8) Reply {
+	if !n.Up {
 		return Reply{}
 	}
 	switch {
@@ -226,6 +226,9 @@ func (n *Node) take(r *Rules, now, c, att, ttl, s, k, v uint8) Reply {
 		n.SizeK, n.SizeV = k, v
 	case k != n.SizeK:
 		return Reply{K: n.SizeK, V: n.SizeV}
+	}
+	if n.Marker[c] == att {
+		return Reply{}
 	}
 	switch e := n.Key[s]; {
 	case !e.live(now):
@@ -236,9 +239,9 @@ func (n *Node) take(r *Rules, now, c, att, ttl, s, k, v uint8) Reply {
 	return Reply{OK: true}
 }
 
-// setSize is SetPermits' conditional write of (k, v) (lua/setpermits.lua):
+// SetSize is SetPermits' conditional write of (k, v) (lua/setpermits.lua):
 // refused where a later version is stored, or this one with another K.
-func (n *Node) setSize(k, v uint8) bool {
+func (n *Node) SetSize(k, v uint8) bool {
 	if !n.Up || n.SizeV > v || n.SizeV == v && n.SizeK != k && n.SizeK != 0 {
 		return false
 	}
