@@ -109,7 +109,9 @@ func (f *famEnv) encode(n fm.Node, k famKeys) {
 		f.t.Fatal(err)
 	}
 	f.base = now.UnixMilli()
-	ttl := func(until uint8) time.Duration { return time.Duration(int(until)-diffNow) * diffUnit * time.Millisecond }
+	ttl := func(until uint8) time.Duration {
+		return time.Duration(int(until)-diffNow) * diffUnit * time.Millisecond
+	}
 	_, err = f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, nk.Roster, rosterStr(rosterRight), 0)
 		if n.Up {
