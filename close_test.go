@@ -106,3 +106,125 @@ func TestLockOnAClosedClientSendsNothing(t *testing.T) {
 		t.Errorf("Lock on a closed client sent %d commands and took %v", n, took)
 	}
 }
+
+// Close while LockMulti waits on a held member: ErrClosed, promptly.
+// Origin: the adversarial review of the multi-lock.
+func TestCloseWhileLockMultiWaits(t *testing.T) {
+	cl := startCluster(t, 3)
+	cl.holdAsStranger(t, "cw-b", 0, 1, 2)
+	c, err := redlock.New(cl.clients, redlock.WithRetryDelay(2*time.Second, 3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.LockMulti(context.Background(), []string{"cw-a", "cw-b"})
+		got <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	c.Close()
+	select {
+	case err := <-got:
+		if !errors.Is(err, redlock.ErrClosed) {
+			t.Errorf("LockMulti after Close: %v, want ErrClosed", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("LockMulti returned %v after Close", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("LockMulti still waiting 5 s after Close")
+	}
+}
+
+// Close while RLock and Lock wait: both return ErrClosed at once, and leave
+// no goroutine behind (goleak in TestMain).
+// Origin: the adversarial review of the read-write lock.
+func TestRWCloseWhileWaiting(t *testing.T) {
+	cl := startCluster(t, 3)
+	holder := cl.newClient(t)
+	c := cl.newClient(t)
+	ctx := context.Background()
+	w, err := rwMutex(t, holder, "close").TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Unlock(ctx)
+	m := rwMutex(t, c, "close")
+	errs := make(chan error, 2)
+	go func() { _, err := m.RLock(ctx); errs <- err }()
+	go func() { _, err := m.Lock(ctx); errs <- err }()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	c.Close()
+	for range 2 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, redlock.ErrClosed) {
+				t.Errorf("a waiting call at Close: %v, want ErrClosed", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a waiting call did not return after Close")
+		}
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the waiting calls returned %v after Close", d)
+	}
+}
+
+// A waiting multi-lock whose client closes leaves every member's queue,
+// and a multi-lock that got its set leaves them at Unlock; nothing of it
+// (promise, place) is left for the members' Lock waiters.
+// Origin: the adversarial review of the family's waiting (watch.lua, multi_wait.lua, retry.go).
+func TestMultiLeavesQueuesOnCloseAndUnlock(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	a, err := cl.newClient(t).TryLock(ctx, "ha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := cl.newClient(t, redlock.WithRetryDelay(30*time.Second, 30*time.Second))
+	multi := make(chan error, 1)
+	go func() {
+		_, err := mc.LockMulti(ctx, []string{"ha", "hb"})
+		multi <- err
+	}()
+	cl.inQueue(t, "ha", 1)
+	cl.inQueue(t, "hb", 1)
+	mc.Close()
+	if err := <-multi; err == nil {
+		t.Fatal("LockMulti got its set after Close")
+	}
+	cl.queueEmpties(t, "ha")
+	cl.queueEmpties(t, "hb")
+
+	// Got its set after waiting: Unlock takes it out of every queue.
+	mc2 := cl.newClient(t)
+	got := make(chan *redlock.MultiLock, 1)
+	go func() {
+		m, err := mc2.LockMulti(ctx, []string{"ha", "hb"})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- m
+	}()
+	cl.inQueue(t, "ha", 1)
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := <-got
+	if m == nil {
+		return
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl.queueEmpties(t, "ha")
+	cl.queueEmpties(t, "hb")
+	// A Lock of a member is served at once (no promise left to the multi-lock).
+	l, err := cl.newClient(t).TryLock(ctx, "hb")
+	if err != nil {
+		t.Fatalf("TryLock of a member after the multi-lock's Unlock: %v", err)
+	}
+	_ = l.Unlock(ctx)
+}

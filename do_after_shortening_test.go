@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -51,5 +52,29 @@ func TestDoKeepsALockWhoseShorteningFailed(t *testing.T) {
 	if cause != nil && errors.Is(cause, redlock.ErrLockLost) {
 		t.Fatalf("fn was cancelled %v after a failed Extend(For(1s)) (cause %v), though the keep-alive could keep the lock by extending within ~0.97 s",
 			lostAfter.Round(time.Millisecond), cause)
+	}
+}
+
+// Break 3: Do keeps extending at the TTL it had when its timer was armed.
+// fn shortens the lock (Extend(For(3s)) of a 30s lock): the keep-alive's
+// next extension is still 10s away, the lock's validity ends after 3s,
+// and Do cancels fn with ErrLockLost though every node is up.
+// Origin: an adversarial review of the API's edges.
+func TestDoKeepsAShortenedLock(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
+	err := c.Do(context.Background(), "shortened", func(fctx context.Context, l *redlock.Lock) error {
+		if err := l.Extend(fctx, redlock.For(3*time.Second)); err != nil {
+			return err
+		}
+		select {
+		case <-fctx.Done():
+			return fmt.Errorf("fn's context ended after fn shortened the lock, all nodes up: %w", context.Cause(fctx))
+		case <-time.After(8 * time.Second):
+			return nil
+		}
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }

@@ -117,3 +117,69 @@ func TestExtendRacingUnlockReportsReleased(t *testing.T) {
 		})
 	}
 }
+
+// Break 1: two Extends of one lock in flight at once, with different TTLs,
+// leave Until past the keys (Lock's methods are documented safe for
+// concurrent use, and Do runs its keep-alive's Extend, with the lock's
+// current TTL, while fn may Extend it For another). Forced order: an
+// Extend(For(1m)) runs on every node and its replies are held; a plain
+// Extend (TTL 3s, the lock's TTL when it began) then runs on every node
+// after it, so every key is left at 3s, and succeeds; then the first
+// Extend's replies are let through, and it, deciding last, moves Until to
+// a minute and the lock's TTL to a minute. The keys expire after 3s while
+// Done stays open: another client takes the lock, and two hold it.
+//
+// In Do the same happens when fn's Extend(For(1m)) decides after the
+// keep-alive's extension has re-armed its timer: the keep-alive then
+// waits 20s, and the 3s keys expire under fn.
+// Origin: an adversarial review of the API's edges.
+func TestConcurrentExtendsLeaveUntilPastTheKeys(t *testing.T) {
+	cl := startCluster(t, 3)
+	h := &holdTTL{ttl: "60000", arrived: make(chan struct{}, 8), open: make(chan struct{})}
+	c := cl.hookedOn(t, map[int]redis.Hook{0: h, 1: h, 2: h},
+		redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(time.Second))
+	other := cl.newClient(t, redlock.WithTTL(3*time.Second))
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "concurrent-extends")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	long := make(chan error, 1)
+	go func() { long <- l.Extend(ctx, redlock.For(time.Minute)) }()
+	for range 3 {
+		select {
+		case <-h.arrived:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Extend(For(1m)) never reached the nodes")
+		}
+	}
+	// The plain Extend runs now if Extends may overlap; if they run one at
+	// a time it waits for the held one, which is let go after a while.
+	plain := make(chan error, 1)
+	go func() { plain <- l.Extend(ctx) }()
+	select {
+	case err := <-plain:
+		plain <- err
+	case <-time.After(2 * time.Second):
+	}
+	close(h.open)
+	if err := <-long; err != nil {
+		t.Fatalf("Extend(For(1m)): %v", err)
+	}
+	if err := <-plain; err != nil {
+		t.Fatalf("plain Extend: %v", err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		select {
+		case <-l.Done():
+			return // the lock ended on its own clock: consistent
+		default:
+		}
+		if o, err := other.TryLock(ctx, "concurrent-extends"); err == nil {
+			_ = o.Unlock(ctx)
+			t.Fatalf("another client took the lock while its holder's Done is open and Until is %v away",
+				time.Until(l.Until()).Round(time.Second))
+		}
+	}
+}

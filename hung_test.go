@@ -89,3 +89,31 @@ func TestHungNodeIsSkippedUntilItAnswers(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Break 7 (liveness): with every node paused, the first attempt waits
+// twice the patience. The first attempt waits for the check of the node
+// list, and the check, while no node has answered, waits up to the round's
+// patience (readList); then the attempt's own round 1 waits the patience
+// again. On 5e7ef93 the first TryLock over three paused nodes returned
+// after one patience (2.0 s here); a caller without a deadline now waits
+// 4 s (10 s with the default cap of 5 s) to learn that no node answers.
+//
+// On 3c74a1e (every run):
+//
+//	review_test.go:648: the first TryLock over three paused nodes took 4s, want at most the patience (2s) and a margin: redlock: lock "x": too few nodes answered [3 timed out of 3]
+//
+// Origin: the adversarial review of 3c74a1e (repair as a conditional transition, the node list check); fails on 3c74a1e.
+func TestTheFirstAttemptWaitsThePatienceOnceWhenEveryNodeIsPaused(t *testing.T) {
+	cl := startCluster(t, 3)
+	const ttl, nodeTimeout = 2 * time.Second, 200 * time.Millisecond
+	patience := max(min(ttl-ttl/100-2*time.Millisecond, 5*time.Second), 10*nodeTimeout) // config.patience
+	c := cl.newClient(t, redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+	resume := cl.pause(t, 0, 1, 2)
+	defer resume()
+	start := time.Now()
+	_, err := c.TryLock(context.Background(), "x")
+	if took := time.Since(start); took > patience+500*time.Millisecond {
+		t.Fatalf("the first TryLock over three paused nodes took %v, want at most the patience (%v) and a margin: %v",
+			took.Round(time.Millisecond), patience, err)
+	}
+}

@@ -1,8 +1,11 @@
 package redlock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -246,4 +249,74 @@ func TestForLengthensTheReleaseMarker(t *testing.T) {
 	if marker <= 10*clientTTL {
 		t.Errorf("release marker's TTL %v, want over 10 × the client's TTL (the lock's is a minute)", marker)
 	}
+}
+
+// syncBuf is a goroutine-safe log sink.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+
+func (s *syncBuf) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// The "extension failed" warning's err attribute is the error Extend
+// returns: the *QuorumError's message, and errors.Is works on it.
+// Origin: the adversarial review of the lease engine's move to internal/lease.
+func TestExtendWarningCarriesTheQuorumError(t *testing.T) {
+	cl := startCluster(t, 3)
+	var buf syncBuf
+	var logged []any
+	var mu sync.Mutex
+	h := slog.NewTextHandler(&buf, nil)
+	c := cl.newClient(t, redlock.WithLogger(slog.New(recHandler{h, &mu, &logged})))
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "rvl-log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cl.clients {
+		n.Del(ctx, "redlock:{rvl-log}")
+	}
+	err = l.Extend(ctx)
+	if !errors.Is(err, redlock.ErrExpired) {
+		t.Fatalf("Extend: %v", err)
+	}
+	t.Logf("log: %s", buf.String())
+	mu.Lock()
+	defer mu.Unlock()
+	var qe *redlock.QuorumError
+	found := false
+	for _, v := range logged {
+		if e, ok := v.(error); ok {
+			if e.Error() != err.Error() {
+				t.Errorf("logged err %q (%T), returned %q", e.Error(), e, err.Error())
+			}
+			if errors.As(e, &qe) {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no logged err attribute is a *QuorumError: %#v", logged)
+	}
+}
+
+type recHandler struct {
+	slog.Handler
+	mu  *sync.Mutex
+	out *[]any
+}
+
+func (r recHandler) Handle(ctx context.Context, rec slog.Record) error {
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			r.mu.Lock()
+			*r.out = append(*r.out, a.Value.Any())
+			r.mu.Unlock()
+		}
+		return true
+	})
+	return r.Handler.Handle(ctx, rec)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/redis/go-redis/v9"
 )
 
 // recorder keeps every event, in order.
@@ -220,4 +221,61 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// An Extend that waits for this handle's Unlock (it raced it) returns
+// after that Unlock has been observed, not before.
+// Origin: the adversarial review of the lease engine's move to internal/lease.
+func TestExtendWaitsForTheUnlocksObserver(t *testing.T) {
+	cl := startCluster(t, 3)
+	gate := newGate("extend", false)
+	hooks := map[int]redis.Hook{0: gate, 1: gate, 2: gate}
+	unlockSeen := make(chan struct{})
+	hold := make(chan struct{})
+	var order []string
+	var mu sync.Mutex
+	obs := redlock.ObserverFunc(func(_ context.Context, ev redlock.Event) {
+		mu.Lock()
+		order = append(order, ev.Op)
+		mu.Unlock()
+		if ev.Op == "unlock" {
+			close(unlockSeen)
+			<-hold
+		}
+	})
+	c := cl.hookedOn(t, hooks, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(2*time.Second), redlock.WithObserver(obs))
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "rvl-order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extended := make(chan error, 1)
+	go func() { extended <- l.Extend(ctx) }()
+	for range 3 {
+		<-gate.arrived
+	}
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- l.Unlock(ctx) }()
+	<-unlockSeen
+	close(gate.open)
+	select {
+	case err := <-extended:
+		t.Errorf("Extend returned (%v) while its racing Unlock had not returned (observer still running)", err)
+	case <-time.After(1 * time.Second):
+	}
+	close(hold)
+	if err := <-unlocked; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-extended:
+		if !errors.Is(err, redlock.ErrReleased) {
+			t.Errorf("Extend: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Extend never returned")
+	}
+	mu.Lock()
+	t.Logf("observer order: %v", order)
+	mu.Unlock()
 }

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -280,4 +281,56 @@ func TestSemaphoreAcquireGivesUpOnAnOutageAsLockDoes(t *testing.T) {
 	if takes.Load() != 0 {
 		t.Errorf("%d takes sent after censuses that too few nodes answered: each attempt waited two rounds", takes.Load())
 	}
+}
+
+// Review of issue 23, 2 (WithMaxOutage vs the queue): a Lock that gives up
+// on an outage must leave the lock's queue on every node, including the
+// nodes that were paused while it waited, whose acquisition calls (which
+// enqueue the waiter) were still in their socket buffers. Forced order:
+// nodes 1 and 2 of three paused (SIGSTOP) for the whole Lock, which gives
+// up after 1 s; then they resume, and the queue keys are read on every
+// node.
+// Origin: the adversarial review of issue 23 (availability under own releases).
+func TestOutageGiveUpLeavesTheQueue(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithMaxOutage(time.Second))
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resume := cl.pause(t, 1, 2)
+	lctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	_, err = c.Lock(lctx, "review-queue")
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) || qe.GaveUpAfter == 0 || !errors.Is(err, redlock.ErrUnavailable) {
+		t.Fatalf("Lock with a majority paused: %v, want ErrUnavailable with GaveUpAfter", err)
+	}
+	t.Logf("Lock: %v", err)
+	resume()
+	queue := "redlock:{review-queue}:queue"
+	var left []string
+	for range 100 { // the leave calls reach the resumed nodes in the background
+		left = left[:0]
+		for i, rc := range cl.clients {
+			for _, k := range []string{queue, queue + ":seen"} {
+				n, err := rc.ZCard(ctx, k).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n > 0 {
+					left = append(left, fmt.Sprintf("node %d %s: %d", i, k, n))
+				}
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("5 s after the Lock gave up, its waiter is still queued: %v", left)
 }

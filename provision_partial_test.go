@@ -12,6 +12,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
 )
 
 // Issue 23, item 1: the Quick start called Provision before locking, and
@@ -148,4 +149,68 @@ func port(t *testing.T, addr string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Review of issue 23, item 4 (adversarial): Provision refuses a replica
+// only in its first read. A node that becomes a replica of another member
+// after the claims (REPLICAOF between the claim and the roster steps, forced
+// here) holds that member's uuid, roster and, once replicated, its id:
+// the roster and id scripts write nothing on it (it already holds what they
+// would write), so Provision succeeds, and reports the copy's id as node
+// 2's own: two nodes with one fencing id, one a replica. Every client then
+// refuses the list. Provision's final read (provisionReport) judges nothing.
+//
+// On ce151f8:
+//
+//	review_diag_test.go:260: Provision with node 2 made a replica of node 0 during it: <nil> (ids [2 1 2]), want a *NodeListError naming node 2 a replica
+//
+// Origin: the adversarial review of provisioning and diagnostics.
+func TestProvisionWithANodeMadeAReplicaDuringIt(t *testing.T) {
+	cl := startFreshCluster(t, 3)
+	ctx := context.Background()
+	waitKey := func(key string) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if cl.inspect[2].Exists(ctx, key).Val() == 1 {
+				return
+			}
+		}
+		t.Errorf("node 2 never replicated %s", key)
+	}
+	var once bool
+	roster := beforeScript{"roster", func() {
+		if once {
+			return
+		}
+		once = true
+		if err := cl.inspect[2].SlaveOf(ctx, "127.0.0.1", port(t, cl.nodes[0].Addr())).Err(); err != nil {
+			t.Error(err)
+		}
+		waitKey("redlock:node-roster")
+	}}
+	assign := beforeScript{"assign", func() { waitKey("redlock:node-id") }}
+	var clients []redis.UniversalClient
+	for i, n := range cl.nodes {
+		rc := redis.NewClient(&redis.Options{Addr: n.Addr()})
+		if i == 2 {
+			rc.AddHook(roster)
+			rc.AddHook(assign)
+		}
+		clients = append(clients, rc)
+		defer rc.Close()
+	}
+	c, err := redlock.New(clients, redlock.WithNodeTimeout(12*time.Second), redlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rep, err := c.ProvisionWithReport(ctx)
+	var nle *redlock.NodeListError
+	if !errors.As(err, &nle) || !strings.Contains(err.Error(), "node 2 is a replica") {
+		var ids []int
+		if rep != nil {
+			ids = rep.IDs
+		}
+		t.Errorf("Provision with node 2 made a replica of node 0 during it: %v (ids %v), want a *NodeListError "+
+			"naming node 2 a replica", err, ids)
+	}
 }

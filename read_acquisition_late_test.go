@@ -99,3 +99,43 @@ func TestReadAcquisitionLandingLateLeavesALaterExtendAlone(t *testing.T) {
 			left.Round(time.Millisecond))
 	}
 }
+
+// A reader's round 1 to two paused nodes lands after its attempt failed and
+// was rolled back: the release markers refuse it, no zombie reader entry is
+// left, and a writer is granted at once.
+// Origin: the adversarial review of the read-write lock.
+func TestRWLateReadAfterRollbackLeavesNoEntry(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithTTL(5*time.Second))
+	other := cl.newClient(t)
+	ctx := context.Background()
+	const name = "late-read"
+	// Both clients' node lists are checked, and the nodes know the scripts.
+	for _, cc := range []*redlock.Client{c, other} {
+		r, err := rwMutex(t, cc, "warm").TryRLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = r.Unlock(ctx)
+	}
+	resume := cl.pause(t, 1, 2)
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err := rwMutex(t, c, name).TryRLock(rctx)
+	cancel()
+	if err == nil {
+		t.Fatal("a reader with 2 of 3 paused was granted")
+	}
+	time.Sleep(200 * time.Millisecond) // the rollbacks are sent meanwhile
+	resume()
+	time.Sleep(500 * time.Millisecond)
+	for i, ic := range cl.inspect {
+		if n := ic.ZCard(ctx, rwReaders(name)).Val(); n != 0 {
+			t.Errorf("node %d keeps %d reader entries of a failed attempt", i, n)
+		}
+	}
+	w, err := rwMutex(t, other, name).TryLock(ctx)
+	if err != nil {
+		t.Fatalf("a writer after the failed reader: %v", err)
+	}
+	_ = w.Unlock(ctx)
+}

@@ -419,3 +419,23 @@ func TestRepairDoesNotGraftAStrangerIntoTheDeployment(t *testing.T) {
 		t.Errorf("want ErrAmnesia (the node holds no member, and nobody vouched for it), got %v", err)
 	}
 }
+
+// Break 4: ErrNilOption covers New's and the lock calls' options, but a
+// nil RepairOption still panics: Repair calls every option it is given.
+// Origin: an adversarial review of the API's edges.
+func TestRepairRefusesANilOption(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t)
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Repair(ctx, 0, nil) panicked: %v", r)
+			}
+		}()
+		err = c.Repair(context.Background(), 0, nil)
+	}()
+	if !errors.Is(err, redlock.ErrNilOption) {
+		t.Errorf("Repair(ctx, 0, nil): %v, want ErrNilOption", err)
+	}
+}

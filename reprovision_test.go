@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -117,4 +118,53 @@ func TestReprovisionLeavesOutANodeWipedDuringIt(t *testing.T) {
 	if ids[1] >= 0 {
 		t.Fatalf("n1, wiped during the reprovision, was given id %d at once (ids %v)", ids[1], ids)
 	}
+}
+
+// Reprovision(ctx, above) raises every node's counter so that every later
+// token exceeds above. Tokens are c*256 + id and must stay below 2^53 (exact
+// in Lua doubles and JSON), so above must leave room under 2^53 for the
+// tokens that follow: Reprovision only checked above < 2^53. With above =
+// 2^53-1 the floor is 2^45, and the first token after it is 2^53 + 256 + id
+// at least, out of range (and not exactly representable in the scripts).
+// A floor with headroom (2^40) must still be accepted, and tokens then
+// exceed it.
+//
+// On today's code (5e7ef93):
+//
+//	edges6_test.go:61: Reprovision(2^53-1) = <nil>, want ErrTokenRange; the next lock's token is 9007199254741250 (2^53 = 9007199254740992)
+//
+// Origin: the sixth round of edge-case replays (issue 32's review).
+func TestReprovisionRefusesAFloorThatLeavesNoTokens(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	c := cl.newClient(t, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300*time.Millisecond))
+
+	const headroom = 1 << 40
+	if err := c.Reprovision(ctx, headroom); err != nil {
+		t.Fatalf("Reprovision(2^40): %v, want it accepted", err)
+	}
+	l, err := c.TryLock(ctx, "after")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok := l.Token(); tok <= headroom || tok >= 1<<53 {
+		t.Errorf("token after Reprovision(2^40) is %d, want in (2^40, 2^53)", tok)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	err = c.Reprovision(ctx, 1<<53-1)
+	if errors.Is(err, redlock.ErrTokenRange) {
+		return
+	}
+	next := "none"
+	if l, lerr := c.TryLock(ctx, "after"); lerr == nil {
+		next = strconv.FormatUint(l.Token(), 10)
+		l.Unlock(ctx)
+	} else {
+		next = "an error: " + lerr.Error()
+	}
+	t.Fatalf("Reprovision(2^53-1) = %v, want ErrTokenRange; the next lock's token is %s (2^53 = %d)",
+		err, next, uint64(1)<<53)
 }

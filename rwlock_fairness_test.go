@@ -431,3 +431,134 @@ func readerThenWriter(t *testing.T, ctx context.Context, reader, writer <-chan r
 	}
 	_ = w.l.Unlock(ctx)
 }
+
+// A reader's mark outlives the wait: after the writer's Unlock woke the
+// reader and it read and left, '~life' is still live in SEEN. It must
+// block no reader (rw_read.lua skips it), never be promised the lock
+// (release.lua reads QUEUE, where it never is), keep no key alive without
+// an expiry, and a writer queued behind a reader must get the promise
+// (not the mark).
+// Origin: the adversarial review of the waiting marks (watch.lua, multi_wait.lua).
+func TestReadersMarkLifeBlocksNothingAndExpires(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	key := "redlock:{ml}:rw"
+	queue, seen, next := key+":queue", key+":queue:seen", key+":next"
+	w, err := rwMutex(t, cl.newClient(t), "ml").TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks, calls := refusals("rw-read")
+	rc := cl.hookedOn(t, hooks, redlock.WithRetryDelay(30*time.Second, 30*time.Second))
+	read := make(chan error, 1)
+	go func() {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		h, err := rwMutex(t, rc, "ml").RLock(rctx)
+		if err == nil {
+			err = h.Unlock(ctx)
+		}
+		read <- err
+	}()
+	waitCount(t, calls, 1)
+	time.Sleep(100 * time.Millisecond)
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-read; err != nil {
+		t.Fatalf("reader: %v", err)
+	}
+	marked := 0
+	for _, in := range cl.inspect {
+		if s, err := in.ZScore(ctx, seen, "~life").Result(); err == nil && s > float64(time.Now().UnixMilli()) {
+			marked++
+		}
+	}
+	if marked == 0 {
+		t.Fatal("no node holds a live '~life': the replay does not test it")
+	}
+	// Readers are not held back by the mark alone.
+	r2, err := rwMutex(t, cl.newClient(t), "ml").TryRLock(ctx)
+	if err != nil {
+		t.Fatalf("a reader with only '~life' in SEEN: %v", err)
+	}
+	// A writer refused by r2 queues; r2's Unlock promises it the lock.
+	wc := cl.newClient(t)
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		h, err := rwMutex(t, wc, "ml").Lock(wctx)
+		if err == nil {
+			for _, in := range cl.inspect {
+				if n, _ := in.Get(ctx, next).Result(); strings.HasPrefix(n, "~") {
+					t.Errorf("NEXT is the mark %q", n)
+				}
+			}
+			err = h.Unlock(ctx)
+		}
+		got <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		k := 0
+		for _, in := range cl.inspect {
+			if n, _ := in.ZCount(ctx, queue, "-inf", "(+inf").Result(); n >= 1 {
+				k++
+			}
+		}
+		if k >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer never queued")
+		}
+	}
+	if err := r2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the writer queued behind a reader, with '~life' in SEEN: %v", err)
+	}
+	// Every key of the queue that remains expires.
+	for i, in := range cl.inspect {
+		for _, k := range []string{queue, seen, next} {
+			if ttl, _ := in.PTTL(ctx, k).Result(); ttl == -1 {
+				t.Errorf("node %d: %s has no expiry", i, k)
+			}
+		}
+	}
+}
+
+// A writer that gave up (its ctx ended while readers held) leaves the queue
+// on every node: the next reader is not refused on its account.
+// Origin: the adversarial review of the read-write lock.
+func TestRWWriterThatGaveUpDoesNotBlockReaders(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithNodeTimeout(time.Second), redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond))
+	ctx := context.Background()
+	m := rwMutex(t, c, "gave-up")
+	r1, err := m.TryRLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1.Unlock(ctx)
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err = m.Lock(wctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the writer: %v, want its deadline", err)
+	}
+	// The writer's leave goes out as its Lock returns, and may land a moment
+	// later: a reader gets in well within the second, where the writer's
+	// queue entry, left alone, would refuse readers for its whole life (2s).
+	var r2 *redlock.RWLock
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if r2, err = m.TryRLock(ctx); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("a reader within a second of the writer giving up: %v (its queue entry lives %v)", err, time.Second*2)
+	}
+	_ = r2.Unlock(ctx)
+}

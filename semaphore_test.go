@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -357,5 +359,67 @@ func TestCensusCountsASlotWhoseReleaseIsInFlight(t *testing.T) {
 	}
 	if censuses.Load() == 0 {
 		t.Fatal("no census ran: the replay did not reach the case")
+	}
+}
+
+// Cluster clients are supported without fencing (WithoutFencing's doc,
+// TestClusterClientsAsNodes); a semaphore is documented not to work on
+// them (docs/semaphore.md: the size key and the slots' keys have different
+// hash tags). But nothing refuses it: Semaphore accepts the client, and
+// each attempt gets CROSSSLOT, reported as ErrFencingNode, "fencing needs
+// standalone or Sentinel nodes ... use WithoutFencing", to a client that
+// has no fencing. The error must name the semaphore's limitation.
+// Origin: the adversarial review of the semaphore and reentrancy.
+func TestSemaphoreClusterNodesWithoutFencing(t *testing.T) {
+	nodes := startClusterModeNodes(t, 3)
+	ctx := context.Background()
+	c, err := redlock.New(nodes, redlock.WithoutFencing(), redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.TryLock(ctx, "mutex")
+	if err != nil {
+		t.Fatalf("a mutex on cluster nodes: %v", err)
+	}
+	_ = l.Unlock(ctx)
+	s, err := c.Semaphore("sem", 2)
+	if err != nil {
+		return // refused up front: fine
+	}
+	p, err := s.TryAcquire(ctx)
+	if err == nil {
+		_ = p.Release(ctx)
+		return
+	}
+	if errors.Is(err, redlock.ErrFencingNode) || strings.Contains(err.Error(), "use WithoutFencing") {
+		t.Errorf("a permit on cluster nodes, client without fencing: %v", err)
+	}
+}
+
+// MaxPermits slots in one census: with every slot but one held, the one
+// free slot is found (passing: a regression test for the census).
+// Origin: the adversarial review of the semaphore and reentrancy.
+func TestSemaphoreCensusOfMaxPermits(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	c := cl.newClient(t)
+	const free = 137
+	for i := range redlock.MaxPermits {
+		if i != free {
+			cl.holdAsStranger(t, fmt.Sprintf("big#%d", i), 0, 1, 2)
+		}
+	}
+	for range 5 {
+		p, err := semaphore(t, c, "big", redlock.MaxPermits).TryAcquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Slot() != free {
+			t.Fatalf("got slot %d, want %d", p.Slot(), free)
+		}
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -3,8 +3,10 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/quorumlock/redlock"
 	"github.com/redis/go-redis/v9"
@@ -71,5 +73,66 @@ func TestOwnReleaseRetriedInTheBackgroundIsNotAnotherOwner(t *testing.T) {
 	})
 	if _, err := c.TryLock(ctx, "own"); !errors.Is(err, redlock.ErrLocked) {
 		t.Fatalf("TryLock of a name another client holds: %v, want ErrLocked", err)
+	}
+}
+
+// Review of issue 23, 2 (afterOwn): an attempt's call on a node waits for
+// every own release or rollback of the name in flight there, and a
+// rollback's "call" lasts until retryRelease ends: after a broken link,
+// retries with pauses doubling from a node timeout up to TTL/4, for up to
+// a TTL. So once a node's link was broken during a lost attempt, and has
+// come back, this client's next attempts on that name do not reach the
+// node until the rollback's next retry (seconds later); the round gives up
+// on the node as silent (NodeTimedOut) and TryLock fails although the node
+// is up, answering, and would grant. Before afterOwn the attempt was sent
+// at once and granted.
+//
+// The forced order, on three real nodes: node 0's link is cut throughout
+// (a node down); node 2's link is cut for one TryLock, which therefore
+// loses, and stays cut until its rollback there has failed 6 times (the
+// next retry is 3.2 s away); then node 2's link is back, and the same
+// client's TryLock on the name needs nodes 1 and 2, both up.
+// Origin: the adversarial review of issue 23 (availability under own releases).
+func TestRollbackRetryHoldsBackARecoveredNode(t *testing.T) {
+	cl := startCluster(t, 3)
+	var down atomic.Bool
+	var rollbackFails atomic.Int32
+	node2 := &faultHook{before: func(s string) error {
+		if !down.Load() {
+			return nil
+		}
+		if strings.HasPrefix(s, "release") && rollbackFails.Add(1) >= 8 {
+			defer down.Store(false) // the link is back after this failure
+		}
+		return errLinkCut
+	}}
+	c := cl.actor(t, []*faultHook{cut(), nil, node2}, redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithTTL(40*time.Second))
+	ctx := context.Background()
+	// Pass the node list check with nodes 1 and 2.
+	l, err := c.TryLock(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down.Store(true)
+	if _, err := c.TryLock(ctx, "review-avail"); err == nil {
+		t.Fatal("TryLock won with nodes 0 and 2 cut")
+	}
+	for down.Load() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Node 2 answers again; the rollback's next retry there is 3.2 s away.
+	t0 := time.Now()
+	l, err = c.TryLock(ctx, "review-avail")
+	if l != nil {
+		t.Logf("took %v: %+v", time.Since(t0), l.Nodes())
+	}
+	if err != nil {
+		t.Fatalf("TryLock with nodes 1 and 2 up and nobody holding the name: %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quorumlock/redlock"
 )
@@ -58,5 +59,83 @@ func TestWrongTypeErrorNamesTheKey(t *testing.T) {
 		default:
 			t.Logf("%s: %v", c.what, err)
 		}
+	}
+}
+
+// Review of issue 23, item 4 (adversarial): lock names are user input, and
+// the key a WRONGTYPE names is parsed out of the node's message
+// ('WRONGTYPE key <key> holds a <type>, not a string'). A name containing
+// ", not a string" or " holds a " makes the error name another key (a
+// prefix of the real one) and another type: wrongType cuts at the FIRST
+// ", not a string". The type is one word the server chose, so parsing from
+// the end (LastIndex) names the key exactly.
+//
+// On ce151f8:
+//
+//	review_diag_test.go:177: fenced true: WrongTypeError key "redlock:{a" type "b", want key "redlock:{a holds a b, not a string c}" type "list"
+//	review_diag_test.go:177: fenced false: WrongTypeError key "redlock:{a" type "b", want key "redlock:{a holds a b, not a string c (unfenced)}" type "list"
+//
+// Origin: the adversarial review of provisioning and diagnostics.
+func TestWrongTypeErrorWithACraftedName(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx := context.Background()
+	for _, fenced := range []bool{true, false} {
+		name := "a holds a b, not a string c"
+		var opts []redlock.Option
+		if !fenced {
+			name += " (unfenced)"
+			opts = append(opts, redlock.WithoutFencing())
+		}
+		key := "redlock:{" + name + "}"
+		for _, n := range cl.inspect {
+			if err := n.RPush(ctx, key, "x").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := cl.newClient(t, opts...).TryLock(ctx, name)
+		var wt *redlock.WrongTypeError
+		for _, r := range quorumError(t, err).Nodes {
+			if errors.As(r.Err, &wt) {
+				break
+			}
+		}
+		if wt == nil {
+			t.Fatalf("fenced %v: TryLock on a list: %v, want a node's *WrongTypeError", fenced, err)
+		}
+		if wt.Key != key || wt.Type != "list" {
+			t.Errorf("fenced %v: WrongTypeError key %q type %q, want key %q type %q", fenced, wt.Key, wt.Type, key, "list")
+		}
+	}
+}
+
+// LockMulti gives up at once on the errors Lock gives up on: a member that
+// is not a string is ErrWrongType, however the other members stand. With
+// "a" held by another owner and "b" a list on every node, the node script
+// returns 0 at "a" before it looks at "b", so LockMulti waits on as if "a"
+// were merely contended, until ctx ends.
+// Origin: the adversarial review of the multi-lock.
+func TestMultiWrongTypeMemberBehindAHeldOne(t *testing.T) {
+	cl := startCluster(t, 3)
+	cl.holdAsStranger(t, "wt-a", 0, 1, 2)
+	for i := range cl.inspect {
+		if err := cl.inspect[i].RPush(context.Background(), "redlock:{wt-b}", "x").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, fenced := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fenced", false: "unfenced"}[fenced], func(t *testing.T) {
+			var opts []redlock.Option
+			if !fenced {
+				opts = append(opts, redlock.WithoutFencing())
+			}
+			c := cl.newClient(t, append(opts, redlock.WithRetryDelay(10*time.Millisecond, 20*time.Millisecond))...)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err := c.LockMulti(ctx, []string{"wt-a", "wt-b"})
+			if !errors.Is(err, redlock.ErrWrongType) {
+				t.Fatalf("LockMulti over a held member and a list: %v after %v, want ErrWrongType at once", err, time.Since(start).Round(time.Millisecond))
+			}
+		})
 	}
 }

@@ -12,7 +12,7 @@ import (
 // Review of issue 23, item 4 (adversarial): doctor on a deployment that was
 // provisioned and issued tokens, whose nodes 1 and 2 (a majority) came back
 // from a snapshot taken while it was being provisioned (uuid and roster, no
-// id; the root package's TestReviewProvisionOfAMajorityRestoredFromAPreIDSnapshot
+// id; the root package's TestProvisionOfAMajorityRestoredFromAPreIDSnapshot
 // shows what `redlock provision` then does: tokens go backwards).
 //
 //   - Node 0, which kept its id and counter, unreachable, and the snapshot

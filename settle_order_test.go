@@ -11,8 +11,112 @@ import (
 	"github.com/quorumlock/redlock"
 )
 
-// Replays from the adversarial review of Unlock returning at the majority
-// (settle.go). Each failed against its first version.
+// The order of a client's own calls on a node: a release in flight before
+// the next attempt, within the caller's deadline and budget.
+
+// Review of issue 23, 2 (afterOwn vs ctx): this client's release of the
+// name hangs on two paused nodes of three (SIGSTOP), so the Unlock fails
+// and the next TryLock's calls on them wait for that release (afterOwn),
+// which lasts the round's patience (5 s). The TryLock must still end at
+// the caller's deadline, with a Kind and matching DeadlineExceeded.
+// Origin: the adversarial review of issue 23 (availability under own releases).
+func TestAfterOwnEndsAtTheCallersDeadline(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := cl.newClient(t, redlock.WithNodeTimeout(50*time.Millisecond))
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "review-hung")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume := cl.pause(t, 0, 2)
+	uctx, ucancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer ucancel()
+	if err := l.Unlock(uctx); err == nil {
+		t.Fatal("Unlock won with two nodes of three paused")
+	}
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		l, err := c.TryLock(tctx, "review-hung")
+		if l != nil {
+			l.Unlock(ctx)
+		}
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(4 * time.Second):
+		resume()
+		t.Fatal("TryLock with a 300 ms deadline still waits 4 s later, behind its own release on the paused nodes")
+	}
+	t.Logf("TryLock: %v", err)
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, redlock.ErrUnavailable) {
+		t.Fatalf("TryLock: %v, want a *QuorumError, ErrUnavailable, matching DeadlineExceeded", err)
+	}
+	resume()
+}
+
+// A client's own release still in flight is never another owner, whatever
+// primitive took the name (settle.go, Lock.Unlock's doc, which
+// MultiLock.Unlock says it follows). The forced order of
+// TestOwnReleaseInFlightIsNeverAnotherOwner, across primitives: node 1's
+// release is held back 300 ms on the wire, node 2's next acquisition 30 ms
+// (past the grace once another node refused). A member released by this
+// client's multi-lock must not refuse this client's next TryLock of the
+// member, nor a Lock's release its next multi-lock: the settling is kept by
+// lease name, and the multi-lock's is "a,b", not its members'.
+// Origin: the adversarial review of the multi-lock.
+func TestOwnReleaseInFlightAcrossPrimitives(t *testing.T) {
+	for _, fenced := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fenced", false: "unfenced"}[fenced], func(t *testing.T) {
+			cl := startCluster(t, 3)
+			var armed atomic.Bool
+			opts := []redlock.Option{redlock.WithNodeTimeout(50 * time.Millisecond)}
+			if !fenced {
+				opts = append(opts, redlock.WithoutFencing())
+			}
+			acquires := []string{"acquire", "acquire-unfenced", "multi-acquire"}
+			c := cl.actor(t, []*faultHook{nil, delayScripts(&armed, 300*time.Millisecond, "release", "multi-release"),
+				delayScripts(&armed, 30*time.Millisecond, acquires...)}, opts...)
+			ctx := context.Background()
+			t.Run("multi then member", func(t *testing.T) {
+				m, err := c.TryLockMulti(ctx, []string{"own-a", "own-b"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				armed.Store(true)
+				if err := m.Unlock(ctx); err != nil {
+					t.Fatalf("Unlock: %v", err)
+				}
+				l, err := c.TryLock(ctx, "own-a")
+				armed.Store(false)
+				if err != nil {
+					t.Fatalf("TryLock of a member right after this client's multi-lock Unlock, its release to node 1 still in flight: %v", err)
+				}
+				_ = l.Unlock(ctx)
+			})
+			time.Sleep(500 * time.Millisecond) // every release landed
+			t.Run("member then multi", func(t *testing.T) {
+				l, err := c.TryLock(ctx, "own-c")
+				if err != nil {
+					t.Fatal(err)
+				}
+				armed.Store(true)
+				if err := l.Unlock(ctx); err != nil {
+					t.Fatalf("Unlock: %v", err)
+				}
+				m, err := c.TryLockMulti(ctx, []string{"own-c", "own-d"})
+				armed.Store(false)
+				if err != nil {
+					t.Fatalf("TryLockMulti right after this client's Unlock of a member, its release to node 1 still in flight: %v", err)
+				}
+				_ = m.Unlock(ctx)
+			})
+		})
+	}
+}
 
 // An Unlock of a stale handle (its lock expired, and the same client took
 // the name again since) comes after the live lock's Unlock. Its release
@@ -20,6 +124,7 @@ import (
 // name, it replaced the live one still in flight, the next attempt did not
 // wait at all, and the counterexample of TestNextAttemptWaitsForItsOwnRelease
 // came back (ErrLocked on a name nobody holds). Same delays as that test.
+// Origin: the adversarial review of Unlock returning at the majority (settle.go).
 func TestStaleUnlockDoesNotHideTheReleaseInFlight(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -85,6 +190,7 @@ func TestStaleUnlockDoesNotHideTheReleaseInFlight(t *testing.T) {
 // 15 ms budget then won; the first settle wait spent that budget and failed
 // with DeadlineExceeded, having sent nothing. Now a wait that ctx would cut
 // short is not begun.
+// Origin: the adversarial review of Unlock returning at the majority (settle.go).
 func TestSettleWaitLeavesTryLockItsBudget(t *testing.T) {
 	cl := startCluster(t, 5)
 	var armed atomic.Bool
@@ -125,6 +231,7 @@ func TestSettleWaitLeavesTryLockItsBudget(t *testing.T) {
 // 150 ms slow (a loaded wire), node 2 paused after the acquisition: Unlock
 // plus the next TryLock take about 2 x 150 ms; with the grace uncapped,
 // about 4 x 150 ms.
+// Origin: the adversarial review of Unlock returning at the majority (settle.go).
 func TestSettleWaitNoLongerThanUnlockUsedToWait(t *testing.T) {
 	cl := startCluster(t, 3)
 	var armed atomic.Bool
@@ -173,6 +280,7 @@ func TestSettleWaitNoLongerThanUnlockUsedToWait(t *testing.T) {
 // Entries of settling are dropped once every call of their release ended:
 // with a node paused through Unlock and Close, with Unlock's ctx already
 // cancelled, and over many names.
+// Origin: the adversarial review of Unlock returning at the majority (settle.go).
 func TestSettlingEntriesAreDropped(t *testing.T) {
 	cl := startCluster(t, 3)
 	c := cl.newClient(t, redlock.WithNodeTimeout(50*time.Millisecond))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,98 +16,58 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Reprovision(ctx, above) raises every node's counter so that every later
-// token exceeds above. Tokens are c*256 + id and must stay below 2^53 (exact
-// in Lua doubles and JSON), so above must leave room under 2^53 for the
-// tokens that follow: Reprovision only checked above < 2^53. With above =
-// 2^53-1 the floor is 2^45, and the first token after it is 2^53 + 256 + id
-// at least, out of range (and not exactly representable in the scripts).
-// A floor with headroom (2^40) must still be accepted, and tokens then
-// exceed it.
-//
-// On today's code (5e7ef93):
-//
-//	edges6_test.go:61: Reprovision(2^53-1) = <nil>, want ErrTokenRange; the next lock's token is 9007199254741250 (2^53 = 9007199254740992)
-func TestReprovisionRefusesAFloorThatLeavesNoTokens(t *testing.T) {
-	cl := startCluster(t, 3)
-	ctx := context.Background()
-	c := cl.newClient(t, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300*time.Millisecond))
+// A cancelled lock is never taken for another owner's: cancellation in
+// flight, during a promise, at random points, and before the commit.
 
-	const headroom = 1 << 40
-	if err := c.Reprovision(ctx, headroom); err != nil {
-		t.Fatalf("Reprovision(2^40): %v, want it accepted", err)
+// Review of issue 23, 2 (ctx-cut errors): a TryLock whose ctx is cancelled
+// after a majority granted round 1 but before the commit (round 2) must
+// leave nothing locked, match context.Canceled (not DeadlineExceeded), and
+// report no node as having committed. Forced order: a hook on every node
+// cancels the caller's ctx as the commit call is about to go out.
+// Origin: the adversarial review of issue 23 (availability under own releases).
+func TestCtxCutBeforeCommitLeavesNothingLocked(t *testing.T) {
+	cl := startCluster(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var armed atomic.Bool
+	hook := func() *faultHook {
+		return &faultHook{before: func(s string) error {
+			if armed.Load() && s == "commit" {
+				cancel()
+			}
+			return nil
+		}}
 	}
-	l, err := c.TryLock(ctx, "after")
+	c := cl.actor(t, []*faultHook{hook(), hook(), hook()}, redlock.WithNodeTimeout(50*time.Millisecond))
+	l, err := c.TryLock(context.Background(), "warm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok := l.Token(); tok <= headroom || tok >= 1<<53 {
-		t.Errorf("token after Reprovision(2^40) is %d, want in (2^40, 2^53)", tok)
-	}
-	if err := l.Unlock(ctx); err != nil {
+	if err := l.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-
-	err = c.Reprovision(ctx, 1<<53-1)
-	if errors.Is(err, redlock.ErrTokenRange) {
-		return
+	armed.Store(true)
+	l, err = c.TryLock(ctx, "review-cut")
+	if err == nil {
+		l.Unlock(context.Background())
+		t.Fatal("TryLock won although its ctx was cancelled before the commit")
 	}
-	next := "none"
-	if l, lerr := c.TryLock(ctx, "after"); lerr == nil {
-		next = strconv.FormatUint(l.Token(), 10)
-		l.Unlock(ctx)
-	} else {
-		next = "an error: " + lerr.Error()
+	t.Logf("TryLock: %v", err)
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) || !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("TryLock cut by a cancel: %v, want a *QuorumError matching context.Canceled only", err)
 	}
-	t.Fatalf("Reprovision(2^53-1) = %v, want ErrTokenRange; the next lock's token is %s (2^53 = %d)",
-		err, next, uint64(1)<<53)
-}
-
-// holdValue is a hook on one node's client for the acquisitions of one
-// lock value (the first the client sends, unless value is preset): it
-// holds them, either after the node has run them (late, the reply is held
-// back) or before they are sent (early: sent later, on a context that is
-// no longer cancelled, as a request already in the socket would land).
-// Each held call reports on landed; all go on when release is closed.
-type holdValue struct {
-	value   *atomic.Pointer[string] // shared by the nodes' hooks: the first value seen
-	early   bool
-	landed  chan<- int
-	node    int
-	release <-chan struct{}
-}
-
-func (h holdValue) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h holdValue) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h holdValue) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if redlock.ScriptName(args) != "acquire" {
-			return next(ctx, cmd)
-		}
-		v := lockValue(args)
-		h.value.CompareAndSwap(nil, &v)
-		if *h.value.Load() != v {
-			return next(ctx, cmd)
-		}
-		wait := func() {
-			select {
-			case <-h.release:
-			case <-time.After(10 * time.Second): // bounded, whatever the test does
-			}
-		}
-		if h.early {
-			h.landed <- h.node
-			wait()
-			return next(context.WithoutCancel(ctx), cmd)
-		}
-		err := next(ctx, cmd)
-		h.landed <- h.node
-		wait()
-		return err
+	if errors.Is(err, redlock.ErrLocked) {
+		t.Errorf("a cancel is reported as contention: %v", err)
 	}
+	if vals := cl.holdersOnceReleased(t, "review-cut"); !slices.Equal(vals, make([]string, len(vals))) {
+		t.Fatalf("a cut attempt left the lock set on the nodes: %q", vals)
+	}
+	l, err = cl.newClient(t).TryLock(context.Background(), "review-cut")
+	if err != nil {
+		t.Fatalf("another client after the cut attempt: %v", err)
+	}
+	l.Unlock(context.Background())
 }
 
 // lockValue is the lock value an acquisition script call carries: the
@@ -147,6 +108,8 @@ func heldByAnother(err error) bool {
 // On today's code (5e7ef93):
 //
 //	edges6_test.go:193: Lock 2, nobody holding the lock: redlock: lock "job": held by another owner: context deadline exceeded [2 no reply, 3 refused of 5]
+//
+// Origin: the sixth round of edge-case replays (issue 32's review).
 func TestALockCancelledInFlightIsNotTakenForAnotherOwner(t *testing.T) {
 	cl := startCluster(t, 5)
 	var value atomic.Pointer[string]
@@ -219,6 +182,8 @@ func TestALockCancelledInFlightIsNotTakenForAnotherOwner(t *testing.T) {
 // On today's code (5e7ef93):
 //
 //	edges6_test.go:293: Lock 3, nobody holding the lock: redlock: lock "job": held by another owner: context deadline exceeded [2 no reply, 3 refused of 5]
+//
+// Origin: the sixth round of edge-case replays (issue 32's review).
 func TestAPromiseToACancelledWaiterIsNotTakenForAnotherOwner(t *testing.T) {
 	cl := startCluster(t, 5)
 	var value atomic.Pointer[string]
@@ -318,6 +283,8 @@ func TestAPromiseToACancelledWaiterIsNotTakenForAnotherOwner(t *testing.T) {
 //	edges6_test.go:330: call 146 (deadline 2.454ms): redlock: lock "job": held by another owner: context deadline exceeded [2 no reply, 3 refused of 5]
 //	edges6_test.go:330: call 168 (deadline 1.889ms): redlock: lock "job": held by another owner: context deadline exceeded [2 no reply, 3 refused of 5]
 //	edges6_test.go:335: 33 of 1000 cancelled Lock calls said the lock was held by another owner; nobody held it
+//
+// Origin: the sixth round of edge-case replays (issue 32's review).
 func TestCancelledLocksAtRandomPointsAreNeverTakenForAnotherOwner(t *testing.T) {
 	cl := startCluster(t, 5)
 	c := cl.newClient(t)

@@ -3,9 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Adversarial review of the semaphore and reentrancy (review_sem_test.go).
+// The semaphore's size through lagging nodes, restarts and repairs.
 
 // storedPermits is the size each node stores for semaphore name ("" if none).
 func storedPermits(t *testing.T, cl *cluster, name string) []string {
@@ -29,18 +27,14 @@ func storedPermits(t *testing.T, cl *cluster, name string) []string {
 	return out
 }
 
-// (TestReviewSemStaleMinoritySizeIsNeverRepaired, the review's: a
-// SetPermits that missed a node left it stale for ever, and the semaphore
-// then survived no node's loss; its assertions are in
-// TestSetPermitsNeedsAMajorityAndAcquisitionsRepairTheRest.)
-
 // A SetPermits that missed a node, and one node that later comes back
 // without its data (the delayed restart kept: nothing was held on it).
 // Before the size had a version, the old size then had a majority again:
 // a client built with the size SetPermits replaced was granted three
 // permits, and the new size was refused with ErrPermits. Now the old
 // client learns the new size, and nobody holds a slot at or above it.
-func TestReviewSemShrinkUndoneByALaggingNodeAndARestart(t *testing.T) {
+// Origin: the adversarial review of the semaphore and reentrancy.
+func TestSemaphoreShrinkUndoneByALaggingNodeAndARestart(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	opts := []redlock.Option{redlock.WithoutFencing(), redlock.WithNodeTimeout(200 * time.Millisecond)}
@@ -96,7 +90,8 @@ func TestReviewSemShrinkUndoneByALaggingNodeAndARestart(t *testing.T) {
 // permit held past it (a long TTL, or a Do that extends less often than
 // the retention) leaves the size unchecked, and a client with another size
 // stores its own and holds a second permit of a semaphore of one.
-func TestReviewSemSizeExpiresUnderAHeldPermitWithoutFencing(t *testing.T) {
+// Origin: the adversarial review of the semaphore and reentrancy.
+func TestSemaphoreSizeExpiresUnderAHeldPermitWithoutFencing(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	c := cl.newClient(t, redlock.WithoutFencing(), redlock.WithTTL(5*time.Second), redlock.WithRetention(300*time.Millisecond))
@@ -124,186 +119,11 @@ func TestReviewSemSizeExpiresUnderAHeldPermitWithoutFencing(t *testing.T) {
 	}
 }
 
-// Cluster clients are supported without fencing (WithoutFencing's doc,
-// TestClusterClientsAsNodes); a semaphore is documented not to work on
-// them (docs/semaphore.md: the size key and the slots' keys have different
-// hash tags). But nothing refuses it: Semaphore accepts the client, and
-// each attempt gets CROSSSLOT, reported as ErrFencingNode, "fencing needs
-// standalone or Sentinel nodes ... use WithoutFencing", to a client that
-// has no fencing. The error must name the semaphore's limitation.
-func TestReviewSemClusterNodesWithoutFencing(t *testing.T) {
-	nodes := startClusterModeNodes(t, 3)
-	ctx := context.Background()
-	c, err := redlock.New(nodes, redlock.WithoutFencing(), redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	l, err := c.TryLock(ctx, "mutex")
-	if err != nil {
-		t.Fatalf("a mutex on cluster nodes: %v", err)
-	}
-	_ = l.Unlock(ctx)
-	s, err := c.Semaphore("sem", 2)
-	if err != nil {
-		return // refused up front: fine
-	}
-	p, err := s.TryAcquire(ctx)
-	if err == nil {
-		_ = p.Release(ctx)
-		return
-	}
-	if errors.Is(err, redlock.ErrFencingNode) || strings.Contains(err.Error(), "use WithoutFencing") {
-		t.Errorf("a permit on cluster nodes, client without fencing: %v", err)
-	}
-}
-
-// MaxPermits slots in one census: with every slot but one held, the one
-// free slot is found (passing: a regression test for the census).
-func TestReviewSemCensusOfMaxPermits(t *testing.T) {
-	cl := startCluster(t, 3)
-	ctx := context.Background()
-	c := cl.newClient(t)
-	const free = 137
-	for i := range redlock.MaxPermits {
-		if i != free {
-			cl.holdAsStranger(t, fmt.Sprintf("big#%d", i), 0, 1, 2)
-		}
-	}
-	for range 5 {
-		p, err := semaphore(t, c, "big", redlock.MaxPermits).TryAcquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Slot() != free {
-			t.Fatalf("got slot %d, want %d", p.Slot(), free)
-		}
-		if err := p.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// Two reentrant Dos through one Lock's context, side by side: the first
-// starts the watchdog, the second sees it and starts none. When the first
-// returns, its watchdog stops: nobody extends the lock any more, and the
-// second Do's function runs on with a context that is never cancelled,
-// past the validity, while another client takes the lock.
-func TestReviewReentrySiblingDoRunsWithoutWatchdog(t *testing.T) {
-	cl := startCluster(t, 3)
-	ttl := 600 * time.Millisecond
-	c := cl.newClient(t, redlock.WithTTL(ttl))
-	other := cl.newClient(t)
-	ctx := context.Background()
-	root, err := c.Lock(ctx, "sib")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lctx := root.Context(ctx)
-	aRunning, aEnd := make(chan struct{}), make(chan struct{})
-	aDone := make(chan error, 1)
-	go func() {
-		aDone <- c.Do(lctx, "sib", func(context.Context, *redlock.Lock) error {
-			close(aRunning)
-			<-aEnd
-			return nil
-		}, redlock.Reentrant())
-	}()
-	<-aRunning
-	type report struct {
-		cancelled bool
-		stolen    bool
-	}
-	bDone := make(chan report, 1)
-	go func() {
-		var r report
-		_ = c.Do(lctx, "sib", func(fctx context.Context, l *redlock.Lock) error {
-			close(aEnd) // the first Do ends now
-			deadline := time.After(4 * ttl)
-			for {
-				select {
-				case <-fctx.Done():
-					r.cancelled = true
-					return nil
-				case <-deadline:
-					return nil
-				case <-time.After(50 * time.Millisecond):
-				}
-				if ol, err := other.TryLock(ctx, "sib"); err == nil {
-					r.stolen = true
-					_ = ol.Unlock(ctx)
-				}
-			}
-		}, redlock.Reentrant())
-		bDone <- r
-	}()
-	if err := <-aDone; err != nil {
-		t.Fatal(err)
-	}
-	r := <-bDone
-	_ = root.Unlock(ctx)
-	if r.stolen {
-		t.Errorf("another client took the lock while a reentrant Do's function ran (its context cancelled: %v)", r.cancelled)
-	}
-	if r.cancelled {
-		t.Errorf("the second Do's context was cancelled although it keeps the shared watchdog running (%v TTL, ran %v)", ttl, 4*ttl)
-	}
-}
-
-// Do promises to release the lock when fn returns. With a reentry inside
-// fn that is never unlocked (or unlocked later elsewhere), Do's Unlock
-// only counts down and returns nil: Do returns, its watchdog is stopped,
-// and the lock stays held until its TTL runs out. The design note says
-// the outermost Unlock releases.
-func TestReviewReentryDoReturnsWithTheLockStillHeld(t *testing.T) {
-	cl := startCluster(t, 3)
-	c := cl.newClient(t, redlock.WithTTL(3*time.Second))
-	other := cl.newClient(t)
-	ctx := context.Background()
-	err := c.Do(ctx, "leak", func(ctx context.Context, _ *redlock.Lock) error {
-		_, err := c.TryLock(ctx, "leak", redlock.Reentrant()) // a helper that forgets its Unlock
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l, err := other.TryLock(ctx, "leak"); err != nil {
-		t.Errorf("after Do returned nil, another client: %v (held by %q)", err, cl.holders(t, "leak"))
-	} else {
-		_ = l.Unlock(ctx)
-	}
-}
-
-// A handle whose Unlock counted down still acts on the lock: its Extend
-// succeeds (and with For moves the other holds' Until), and its Done stays
-// open. Lock.Extend after Unlock is ErrReleased for every other lock.
-func TestReviewReentryUnlockedHandleStillExtends(t *testing.T) {
-	cl := startCluster(t, 3)
-	c := cl.newClient(t, redlock.WithTTL(time.Minute))
-	ctx := context.Background()
-	outer, err := c.Lock(ctx, "h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outer.Unlock(ctx)
-	inner, err := c.Lock(outer.Context(ctx), "h", redlock.Reentrant())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inner.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	before := outer.Until()
-	if err := inner.Extend(ctx, redlock.For(time.Second)); !errors.Is(err, redlock.ErrReleased) {
-		t.Errorf("Extend of an unlocked inner handle: %v, want ErrReleased; the outer's Until moved %v -> %v",
-			err, before.Format("15:04:05.000"), outer.Until().Format("15:04:05.000"))
-	}
-}
-
 // The same with fencing on: node 0 loses its data and is repaired (after
 // the delayed restart, as Repair requires); it comes back without the
 // semaphore's size, and the size SetPermits replaced wins again.
-func TestReviewSemShrinkUndoneByALaggingNodeAndARepairFenced(t *testing.T) {
+// Origin: the adversarial review of the semaphore and reentrancy.
+func TestSemaphoreShrinkUndoneByALaggingNodeAndARepairFenced(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	opts := []redlock.Option{redlock.WithTTL(500 * time.Millisecond), redlock.WithNodeTimeout(100 * time.Millisecond)}
@@ -372,7 +192,8 @@ func TestReviewSemShrinkUndoneByALaggingNodeAndARepairFenced(t *testing.T) {
 // TryAcquire then returns it without trying the free slots, and Acquire
 // backs off as for an outage and gives up after WithMaxOutage, although
 // every node is up and a slot is free.
-func TestReviewSemStaleMinorityTurnsContentionIntoOutage(t *testing.T) {
+// Origin: the adversarial review of the semaphore and reentrancy.
+func TestSemaphoreStaleMinorityTurnsContentionIntoOutage(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	c := cl.newClient(t)

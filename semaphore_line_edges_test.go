@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Adversarial review of the semaphore's line and of requests for n
-// permits (commit 8339419).
+// The semaphore's line at its edges: a head that leaves or dies, a holder
+// released in line, requests for n permits, a shrink, cluster nodes.
 
 // lineMembers is the semaphore name's line on node i.
 func (cl *cluster) lineMembers(t *testing.T, i int, name string) []string {
@@ -26,25 +26,6 @@ func (cl *cluster) lineMembers(t *testing.T, i int, name string) []string {
 	return m
 }
 
-// countScript counts the calls of one library script on one wire.
-type countScript struct {
-	name string
-	n    *atomic.Int64
-}
-
-func (h countScript) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h countScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h countScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if redlock.ScriptName(cmd.Args()) == h.name {
-			h.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-
 // Found by review, fixed (liveness). The head of the line asks for 2 permits of 2 while one
 // is held, so the single waiter behind it is held back although a permit
 // is free. The head gives up (its ctx ends): it leaves the line on every
@@ -54,7 +35,8 @@ func (h countScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // arrival-order replay, where only notifications serve the waiters),
 // sleeps on with a permit free and nobody ahead of it, until its retry
 // delay ends. The same happens when a dead head waiter's liveness lapses.
-func TestReviewLineHeadLeavingWakesNobody(t *testing.T) {
+// Origin: the adversarial review of the semaphore's line (commit 8339419).
+func TestLineHeadLeavingWakesNobody(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	const name = "leave-wake"
@@ -104,7 +86,8 @@ func TestReviewLineHeadLeavingWakesNobody(t *testing.T) {
 // TryAcquire and waiters alike, although nobody holds anything. With one
 // other node down the semaphore is unavailable although two nodes of three
 // are up and no permit is held.
-func TestReviewLineReleasedHolderStaysInLine(t *testing.T) {
+// Origin: the adversarial review of the semaphore's line (commit 8339419).
+func TestLineReleasedHolderStaysInLine(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	const name = "ghost"
@@ -149,7 +132,8 @@ func TestReviewLineReleasedHolderStaysInLine(t *testing.T) {
 // (and its rollback on every node) each. With a request for all 16 permits
 // at the head of the line and one permit held, one TryAcquire costs 16
 // rounds where one tells it all.
-func TestReviewLineTryAcquireRetriesEverySlotAgainstTheLine(t *testing.T) {
+// Origin: the adversarial review of the semaphore's line (commit 8339419).
+func TestLineTryAcquireRetriesEverySlotAgainstTheLine(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	const name, k = "amplify", 16
@@ -182,7 +166,8 @@ func TestReviewLineTryAcquireRetriesEverySlotAgainstTheLine(t *testing.T) {
 // from six clients at once: no slot is ever granted while another holder
 // holds it (tracked before Release is sent, so a conservative check), no
 // request holds more slots than asked, and each slot's tokens only grow.
-func TestReviewLineMixedRequestsNeverOverlap(t *testing.T) {
+// Origin: the adversarial review of the semaphore's line (commit 8339419).
+func TestLineMixedRequestsNeverOverlap(t *testing.T) {
 	cl := startCluster(t, 3)
 	const name, k = "mixed", 3
 	var mu sync.Mutex
@@ -265,7 +250,8 @@ func TestReviewLineMixedRequestsNeverOverlap(t *testing.T) {
 // permit at its next attempt, as the mutex's waiters find a promise nobody
 // took (docs/semaphore.md now says so). The cap is what this holds: without
 // it the dead entry would hold the permit for its 30 s.
-func TestReviewLineDeadHeadHoldsTheLineUntilTheNextRetry(t *testing.T) {
+// Origin: the adversarial review of the semaphore's line (commit 8339419).
+func TestLineDeadHeadHoldsTheLineUntilTheNextRetry(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	const name = "dead-head"
@@ -318,7 +304,8 @@ func TestReviewLineDeadHeadHoldsTheLineUntilTheNextRetry(t *testing.T) {
 // (its retry delay: it is never woken, as wakeLine stops at it) finds
 // ErrPermits and leaves; the new size's TryAcquire is ErrLocked meanwhile,
 // with a permit free and nobody able to use it.
-func TestReviewLineShrinkBehindAnImpossibleHead(t *testing.T) {
+// Origin: the adversarial review of the semaphore's line (commit 8339419).
+func TestLineShrinkBehindAnImpossibleHead(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	const name = "shrink-line"
@@ -366,7 +353,8 @@ func TestReviewLineShrinkBehindAnImpossibleHead(t *testing.T) {
 
 // HELD. Cluster nodes without fencing: a semaphore whose name carries its
 // hash tag serves n permits, and a waiter for n is woken by a release.
-func TestReviewLineClusterNodes(t *testing.T) {
+// Origin: the adversarial review of the semaphore's line (commit 8339419).
+func TestLineClusterNodes(t *testing.T) {
 	nodes := startClusterModeNodes(t, 3)
 	ctx := context.Background()
 	opts := []redlock.Option{redlock.WithoutFencing(), redlock.WithTTL(5 * time.Second),

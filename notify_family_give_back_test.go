@@ -11,31 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Adversarial replays of the family's waiting (watch.lua, multi_wait.lua,
-// retry.go) on real nodes.
-
-// afterScript runs fn after a call of the library script called name has
-// returned from the node, on the call's goroutine (so the caller sees the
-// reply only once fn returns).
-type afterScript struct {
-	name string
-	fn   func()
-}
-
-func (afterScript) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (afterScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (a afterScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		// Not on a NOSCRIPT reply: the call is sent again, as EVAL.
-		if err == nil && redlock.ScriptName(cmd.Args()) == a.name {
-			a.fn()
-		}
-		return err
-	}
-}
+// The family's waiters and their promises: given back before a
+// subscription, a newcomer barging, a reader's mark cut short.
 
 // A member promised to a waiting multi-lock before the multi-lock's client
 // listens (its first attempt queued it in every member's queue; the
@@ -51,7 +28,8 @@ func (a afterScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // promise it cannot use, whenever it came: lua/multi_wait.lua). Was:
 // retry.go gave back only after a wake-up that was a promise, so a
 // promise that came before the subscription was never given back.
-func TestReviewWaitMultiPromiseBeforeSubscribeNotGivenBack(t *testing.T) {
+// Origin: the adversarial review of the family's waiting (watch.lua, multi_wait.lua, retry.go).
+func TestMultiPromiseBeforeSubscribeNotGivenBack(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	a, err := cl.newClient(t).TryLock(ctx, "ea")
@@ -125,7 +103,8 @@ func TestReviewWaitMultiPromiseBeforeSubscribeNotGivenBack(t *testing.T) {
 // published to nobody; the refused multi-lock's nodes now promise the
 // member to its next live waiter, with the rest of the promise, as
 // release.lua would (lua/multi_wait.lua).
-func TestReviewWaitMultiGiveBackLetsANewcomerBarge(t *testing.T) {
+// Origin: the adversarial review of the family's waiting (watch.lua, multi_wait.lua, retry.go).
+func TestMultiGiveBackLetsANewcomerBarge(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	for _, withMulti := range []bool{false, true} {
@@ -212,7 +191,8 @@ func TestReviewWaitMultiGiveBackLetsANewcomerBarge(t *testing.T) {
 // (watch.lua), so a joiner's lifetime for the queue key is at least the
 // mark's. It failed on a1e24cc: the reader was not woken, release.lua
 // returning before it publishes when neither QUEUE nor NEXT exists.
-func TestReviewWaitReaderMarkCutShortByAWritersJoin(t *testing.T) {
+// Origin: the adversarial review of the family's waiting (watch.lua, multi_wait.lua, retry.go).
+func TestReaderMarkCutShortByAWritersJoin(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	w1, err := rwMutex(t, cl.newClient(t), "mk").TryLock(ctx)
@@ -250,60 +230,4 @@ func TestReviewWaitReaderMarkCutShortByAWritersJoin(t *testing.T) {
 	if err := <-read; err != nil {
 		t.Fatalf("the reader after the writer's unlock: %v after %v, want it woken", err, time.Since(start).Round(time.Millisecond))
 	}
-}
-
-// A waiting multi-lock whose client closes leaves every member's queue,
-// and a multi-lock that got its set leaves them at Unlock; nothing of it
-// (promise, place) is left for the members' Lock waiters.
-func TestReviewWaitMultiLeavesQueuesOnCloseAndUnlock(t *testing.T) {
-	cl := startCluster(t, 3)
-	ctx := context.Background()
-	a, err := cl.newClient(t).TryLock(ctx, "ha")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc := cl.newClient(t, redlock.WithRetryDelay(30*time.Second, 30*time.Second))
-	multi := make(chan error, 1)
-	go func() {
-		_, err := mc.LockMulti(ctx, []string{"ha", "hb"})
-		multi <- err
-	}()
-	cl.inQueue(t, "ha", 1)
-	cl.inQueue(t, "hb", 1)
-	mc.Close()
-	if err := <-multi; err == nil {
-		t.Fatal("LockMulti got its set after Close")
-	}
-	cl.queueEmpties(t, "ha")
-	cl.queueEmpties(t, "hb")
-
-	// Got its set after waiting: Unlock takes it out of every queue.
-	mc2 := cl.newClient(t)
-	got := make(chan *redlock.MultiLock, 1)
-	go func() {
-		m, err := mc2.LockMulti(ctx, []string{"ha", "hb"})
-		if err != nil {
-			t.Error(err)
-		}
-		got <- m
-	}()
-	cl.inQueue(t, "ha", 1)
-	if err := a.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	m := <-got
-	if m == nil {
-		return
-	}
-	if err := m.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cl.queueEmpties(t, "ha")
-	cl.queueEmpties(t, "hb")
-	// A Lock of a member is served at once (no promise left to the multi-lock).
-	l, err := cl.newClient(t).TryLock(ctx, "hb")
-	if err != nil {
-		t.Fatalf("TryLock of a member after the multi-lock's Unlock: %v", err)
-	}
-	_ = l.Unlock(ctx)
 }

@@ -3,36 +3,21 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/redis/go-redis/v9"
 )
 
-// afterHook runs f after the command got its reply, before the caller sees it.
-type afterHook func(ctx context.Context, script string)
-
-func (h afterHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h afterHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h afterHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		h(ctx, redlock.ScriptName(cmd.Args()))
-		return err
-	}
-}
+// Do: fn's context ends before the release, Do returns without waiting for
+// an extension, and fn may exit by runtime.Goexit or unlock its own lock.
 
 // From an adversarial review: fn's context is still live after fn returned, while Do's Unlock
 // has already deleted the keys and another client holds the lock. Do
 // cancels fnCtx only in its deferred cancel(nil), after Unlock returns.
+// Origin: the adversarial review of Do and the client's panics.
 func TestDoEndsFnsContextBeforeTheRelease(t *testing.T) {
 	cl := startCluster(t, 3)
 	opts := []redlock.Option{redlock.WithTTL(3 * time.Second), redlock.WithNodeTimeout(time.Second)}
@@ -76,6 +61,7 @@ func TestDoEndsFnsContextBeforeTheRelease(t *testing.T) {
 // From an adversarial review: fn returns while an extension hangs. stop() closes quit first, so
 // the validity watcher is gone; Do then waits for the hanging extension,
 // past the validity end, with fnCtx live, while B takes the lock.
+// Origin: the adversarial review of Do and the client's panics.
 func TestDoDoesNotWaitForAnExtensionAfterFnReturns(t *testing.T) {
 	cl := startCluster(t, 3)
 	const ttl, timeout = 2 * time.Second, 900 * time.Millisecond
@@ -128,6 +114,7 @@ func TestDoDoesNotWaitForAnExtensionAfterFnReturns(t *testing.T) {
 // From an adversarial review: an extension applied on the nodes whose reply comes after the
 // validity end: Extend says ErrExpired, but the keys were re-armed for a
 // full TTL. Does Do still release them?
+// Origin: the adversarial review of Do and the client's panics.
 func TestLateExtensionReplyUnderDo(t *testing.T) {
 	cl := startCluster(t, 3)
 	const ttl = 3 * time.Second
@@ -179,123 +166,7 @@ func TestLateExtensionReplyUnderDo(t *testing.T) {
 	l.Unlock(ctx)
 }
 
-// From an adversarial review: a zero *redis.Client (not nil) passes New; the first lock then
-// panics in a library goroutine, which no caller can recover.
-func TestZeroClientDoesNotCrashTheProcess(t *testing.T) {
-	if os.Getenv("ADV_CHILD") == "1" {
-		cl := startCluster(t, 3)
-		nodes := []redis.UniversalClient{cl.clients[0], cl.clients[1], &redis.Client{}}
-		c, err := redlock.New(nodes)
-		if err != nil {
-			t.Logf("New refused: %v", err)
-			return
-		}
-		defer c.Close()
-		func() {
-			defer func() { recover() }()
-			l, err := c.TryLock(context.Background(), "z")
-			if err == nil {
-				l.Unlock(context.Background())
-			}
-		}()
-		return
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestZeroClientDoesNotCrashTheProcess$", "-test.v")
-	cmd.Env = append(os.Environ(), "ADV_CHILD=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil && strings.Contains(string(out), "panic") {
-		i := strings.Index(string(out), "panic")
-		t.Errorf("BROKE: the process crashed: %.600s", out[i:])
-	} else {
-		t.Logf("child: %v\n%s", err, out)
-	}
-}
-
-// releasePanics is a client hook that panics on every release script.
-type releasePanics struct{}
-
-func (releasePanics) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (releasePanics) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if redlock.ScriptName(cmd.Args()) == "release" {
-			panic("test: the client panics on a release")
-		}
-		return next(ctx, cmd)
-	}
-}
-func (releasePanics) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-// From the adversarial review of the calls that ride a batch (older than
-// it): the rollback of a lost attempt, and the release's retries, call the
-// node's client on goroutines of their own, outside any round's guard, and
-// a client that panicked there ended the process. It fails that node's
-// call now, as in a round.
-func TestARollbackOnAPanickingClientFailsOnlyThatNode(t *testing.T) {
-	if os.Getenv("ADV_CHILD") == "1" {
-		cl := startCluster(t, 3)
-		c := cl.hookedOn(t, map[int]redis.Hook{0: releasePanics{}}, redlock.WithTTL(20*time.Second))
-		cl.holdAsStranger(t, "rp", 1, 2) // node 0 grants, the attempt is lost: node 0 is rolled back
-		if _, err := c.TryLock(context.Background(), "rp"); !errors.Is(err, redlock.ErrLocked) {
-			t.Errorf("TryLock: %v, want ErrLocked", err)
-		}
-		time.Sleep(100 * time.Millisecond) // the rollback has been tried
-		return
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestARollbackOnAPanickingClientFailsOnlyThatNode$", "-test.v")
-	cmd.Env = append(os.Environ(), "ADV_CHILD=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the child failed (%v):\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "--- PASS") {
-		t.Fatalf("the child did not run the test:\n%s", out)
-	}
-}
-
-// From an adversarial review: names with NUL, newline, invalid UTF-8 and braces that could alias.
-func TestOddNamesDoNotAlias(t *testing.T) {
-	cl := startCluster(t, 3)
-	c := cl.newClient(t, redlock.WithTTL(5*time.Second))
-	ctx := context.Background()
-	names := []string{"x", "x}:queue", "x}", "x}:queue:seen", "x}:next", "x}:fence:high", "{x", "a\x00b", "a\nb", "\xff\xfe", "x}:released", "x:promised:0"}
-	var held []*redlock.Lock
-	for _, n := range names {
-		l, err := c.TryLock(ctx, n)
-		if err != nil {
-			t.Errorf("BROKE? %q: %v", n, err)
-			continue
-		}
-		held = append(held, l)
-	}
-	for _, l := range held {
-		if err := l.Extend(ctx); err != nil {
-			t.Errorf("extend %q: %v", l.Name(), err)
-		}
-	}
-	tokens := map[uint64]string{}
-	for _, l := range held {
-		if o, dup := tokens[l.Token()]; dup {
-			t.Logf("%q and %q share token %d", o, l.Name(), l.Token())
-		}
-		tokens[l.Token()] = l.Name()
-		if err := l.Unlock(ctx); err != nil {
-			t.Errorf("unlock %q: %v", l.Name(), err)
-		}
-	}
-	// Queue: a waiter on "x" must not be woken by "x}:released"-like names.
-	l, _ := c.TryLock(ctx, "x")
-	got := lockAndUnlock(c, "x}:queue", 3*time.Second)
-	if err := <-got; err != nil {
-		t.Errorf("locking x}:queue while x is held: %v", err)
-	}
-	if l != nil {
-		l.Unlock(ctx)
-	}
-	_ = errors.New
-}
-
+// Origin: the adversarial review of Do and the client's panics.
 func TestDoWithGoexitSelfUnlockAndCancel(t *testing.T) {
 	cl := startCluster(t, 3)
 	opts := []redlock.Option{redlock.WithTTL(3 * time.Second), redlock.WithNodeTimeout(200 * time.Millisecond)}
@@ -346,4 +217,5 @@ func TestDoWithGoexitSelfUnlockAndCancel(t *testing.T) {
 	}
 	free("the caller's cancel")
 }
+
 func runtimeGoexit() { runtime.Goexit() }
