@@ -248,9 +248,9 @@ func (s sys) opLand(i int) {
 }
 
 // check is the Lease property (no two conflicting holds within their
-// validity) and, for a semaphore, Permits: at most K holds, and once
-// SetPermits returned, from one TTL later and while a majority of nodes
-// keeps its write, at most the new size.
+// validity) and, for a semaphore, Permits: once SetPermits returned, from
+// one TTL later and for as long as a majority of the nodes has kept its
+// write since, at most the new size is held.
 func (s sys) check() *Violation {
 	cfg := s.cfg
 	holding := func(c int) bool { cl := &s.Clients[c]; return cl.Phase == Holding && s.Now < cl.Until }
@@ -267,7 +267,7 @@ func (s sys) check() *Violation {
 			}
 		}
 	}
-	if cfg.Scenario != Sem || s.Op.Phase != 3 || int(s.Now) < int(s.Op.At)+cfg.TTL {
+	if cfg.Scenario != Sem || s.Op.Phase != 3 {
 		return nil
 	}
 	kept, held := 0, 0
@@ -276,12 +276,18 @@ func (s sys) check() *Violation {
 			kept++
 		}
 	}
+	if kept < majority {
+		s.Op.Lapsed = true
+	}
+	if int(s.Now) < int(s.Op.At)+cfg.TTL {
+		return nil
+	}
 	for c := range cfg.Roles {
 		if holding(c) {
 			held++
 		}
 	}
-	if kept >= majority && held > cfg.Shrink {
+	if !s.Op.Lapsed && held > cfg.Shrink {
 		return &Violation{"Permits", fmt.Sprintf("%d permits held at t=%d, %d ticks after SetPermits(%d) returned, which %d nodes keep",
 			held, s.Now, int(s.Now)-int(s.Op.At), cfg.Shrink, kept)}
 	}

@@ -65,6 +65,10 @@ type Operator struct {
 	Calls  [MaxNodes]bool
 	Heard  [MaxNodes]uint8
 	Stored [MaxNodes]bool
+	// Lapsed: since it returned, fewer than a majority of the nodes kept
+	// its write at some moment (a wipe): the guarantee is void from then
+	// on, even if a late write restores a majority.
+	Lapsed bool
 }
 
 // State is the whole system at one moment.
