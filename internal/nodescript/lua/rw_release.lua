@@ -24,6 +24,14 @@ end
 -- the writer's path below would promise the lock to a writer in the middle
 -- of a reader phase.
 if was == 1 or (was == 0 and announce and ARGV[6] == '0') then
+  -- A reader's Unlock that finds no entry here, unsure the node has its
+  -- read call (ARGV[2] not 0), leaves the value's release marker, as the
+  -- mutex's release does: the read call still on its way must not land
+  -- after it and register a reader that nobody holds, keeping writers out
+  -- for a TTL.
+  if was == 0 and ARGV[2] ~= '0' then
+    redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+  end
   -- A reader that waited as a writer (then downgraded) leaves the queue
   -- here too, whatever other readers remain.
   if announce and ARGV[4] ~= '' then
