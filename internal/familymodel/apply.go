@@ -26,7 +26,7 @@ func (s sys) Apply(e Event) *Violation {
 	case Begin:
 		cl := &s.Clients[e.C]
 		att := cl.Att + 1
-		*cl = Client{Phase: Round1, Att: att, Start: s.Now, Slot: e.Arg, K: cl.K, V: cl.V, Began: s.returnedFor(int(e.C))}
+		*cl = Client{Phase: Round1, Att: att, Start: s.Now, Slot: e.Arg, K: cl.K, V: cl.V, AK: cl.K, AV: cl.V, Began: s.returnedFor(int(e.C))}
 		for i := range cl.Calls {
 			cl.Calls[i] = callAcquire
 		}
@@ -57,11 +57,19 @@ func (s sys) Apply(e Event) *Violation {
 				}
 			}
 			n.G = n.E
+			if s.rules.NoRepairFloor {
+				n.E = 0
+			}
 		}
 	case OpBegin:
 		s.Op = Operator{Phase: 1, Calls: [MaxNodes]bool{true, true, true}}
 	case OpLand:
 		s.opLand(int(e.N))
+	case Retain:
+		s.Retains--
+		for i := range s.Nodes {
+			s.Nodes[i].retain()
+		}
 	case OpDecide:
 		op := &s.Op
 		yes, _ := count(op.Heard)
@@ -113,7 +121,7 @@ func (s sys) land(e Event) {
 	case MultiLock:
 		rep = n.MultiTake(r, s.Now, id, c, cl.Att, ttl)
 	case Slot:
-		rep = n.Take(r, s.Now, c, cl.Att, ttl, cl.Slot, cl.K, cl.V)
+		rep = n.Take(r, s.Now, c, cl.Att, ttl, cl.Slot, cl.AK, cl.AV)
 	default:
 		rep = n.Acquire(r, cfg.Scenario == RW, s.Now, id, c, cl.Att, ttl, names[0])
 	}

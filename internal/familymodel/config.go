@@ -65,6 +65,11 @@ type Config struct {
 	NoValidityCheck bool
 	// Unlock: a holder may release before its validity ends.
 	Unlock bool
+	// Retentions: how many times the retention may pass (H, HR and E
+	// expire on every node, R after their last write: a day by default),
+	// each at a moment when no client has an attempt under way or a call
+	// in flight.
+	Retentions int
 	// ClientsFrom: the earliest tick a client may begin an attempt (a
 	// scenario restriction that keeps a deep counterexample's space small).
 	ClientsFrom int
@@ -89,6 +94,9 @@ type Rules struct {
 	PartialTake          bool // multi_take.lua takes a set's free members where another is held
 	MultiCommitFirst     bool // multi_commit.lua compares T with the first member's H only
 	AdoptAny             bool // permits.lua adopts a client's size whatever its version
+	NoCommitG            bool // commit.lua (a writer's, a mutex's) does not raise G to its token
+	NoRepairDelay        bool // a wiped node is repaired (restarted) before a TTL has passed
+	NoRepairFloor        bool // a repair leaves E at 0 (G from the others only)
 }
 
 // Library is the rules as the scripts have them.
@@ -104,6 +112,9 @@ var Broken = []Rules{
 	{Name: "PartialTake", PartialTake: true},
 	{Name: "MultiCommitFirst", MultiCommitFirst: true},
 	{Name: "AdoptAny", AdoptAny: true},
+	{Name: "NoCommitG", NoCommitG: true},
+	{Name: "NoRepairDelay", NoRepairDelay: true},
+	{Name: "NoRepairFloor", NoRepairFloor: true},
 }
 
 func (cfg *Config) validate() error {
@@ -114,6 +125,8 @@ func (cfg *Config) validate() error {
 	case cfg.TTL < 2 && !(cfg.TTL == 1 && cfg.NoValidityCheck) || cfg.MaxTime < 1 || cfg.MaxTime > 250 ||
 		cfg.Attempts < 1 || cfg.Attempts > 15:
 		return errors.New("familymodel: TTL at least 2 (1 without the validity check), MaxTime 1 to 250, Attempts 1 to 15")
+	case cfg.TTL > 20 || cfg.Wipes > 3 || cfg.Retentions > 3:
+		return errors.New("familymodel: TTL at most 20, Wipes and Retentions at most 3 (the clock and the counters are bytes)")
 	case cfg.Scenario == Multi && len(cfg.Names) != n:
 		return errors.New("familymodel: Multi needs a name per client")
 	case cfg.Scenario == Sem && (cfg.K0 < 1 || cfg.K0 > MaxNames || cfg.Shrink > MaxNames):

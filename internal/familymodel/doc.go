@@ -15,13 +15,19 @@
 // markers; wipes, after which a fenced node is amnesiac until a repair (at
 // least a TTL later, with a majority intact) raises its floor E above the
 // counters of the others, and a semaphore's node is down for a TTL and
-// comes back empty. Clients (apply.go) make attempts whose every call is an
-// event of its own that may land late, after its round was decided; each
-// decision is an event, so a client pauses wherever it waits; a discrete
-// clock advances by ticks. Left out, because they only refuse more: the
-// waiting lines, promises and reader phases (internal/waitmodel models the
-// multi-lock's line), and the node's roster and replication id
-// (protomodel's).
+// comes back empty; the retention passing (H, HR and E expire), at a
+// moment when no attempt is under way. Clients (apply.go) make attempts
+// whose every call is an event of its own that may land late, after its
+// round was decided; each decision is an event, so a client pauses
+// wherever it waits; a discrete clock advances by ticks. Left out, because
+// they only refuse more: the waiting lines, promises and reader phases
+// (internal/waitmodel models the multi-lock's line), and the node's roster
+// and replication id (protomodel's). Left out, and narrower than the
+// library: each call lands once (no go-redis retry copies), before the
+// client's next attempt begins (a release's retries can land after it),
+// and markers never expire (each of those only leaves an entry nobody
+// holds: liveness); Extend, Downgrade and the fenced semaphore's tokens
+// are not modelled.
 //
 // Properties, checked after every event (apply.go):
 //   - Lease: no two conflicting holds (writer and writer, writer and

@@ -17,6 +17,7 @@ const (
 	OpBegin                   // the operator's SetPermits begins
 	OpLand                    // its call lands on node N
 	OpDecide                  // it decides its round
+	Retain                    // the retention passes: H, HR and E expire
 )
 
 // Event is one step.
@@ -48,6 +49,8 @@ func (e Event) String() string {
 		return "SetPermits begins"
 	case OpLand:
 		return fmt.Sprintf("SetPermits' call lands on n%d", e.N)
+	case Retain:
+		return "the retention passes (H, HR, E expire)"
 	default:
 		return "SetPermits decides"
 	}
@@ -117,9 +120,13 @@ func (s sys) Enabled(evs []Event) []Event {
 		if n.Up && s.WipesLeft > 0 {
 			evs = append(evs, Event{Kind: Wipe, N: uint8(i)})
 		}
-		if !n.Up && int(s.Now) >= int(n.WipedAt)+cfg.TTL && (cfg.Scenario == Sem || s.upOthers(i) >= majority) {
+		delayed := int(s.Now) >= int(n.WipedAt)+cfg.TTL || s.rules.NoRepairDelay
+		if !n.Up && delayed && (cfg.Scenario == Sem || s.upOthers(i) >= majority) {
 			evs = append(evs, Event{Kind: Repair, N: uint8(i)})
 		}
+	}
+	if s.Retains > 0 && s.quiet() {
+		evs = append(evs, Event{Kind: Retain})
 	}
 	if cfg.Scenario == Sem && cfg.Shrink > 0 {
 		op := &s.Op
@@ -139,6 +146,17 @@ func (s sys) Enabled(evs []Event) []Event {
 		}
 	}
 	return evs
+}
+
+// quiet: no client has an attempt under way or a call in flight.
+func (s sys) quiet() bool {
+	for c := range s.cfg.Roles {
+		cl := &s.Clients[c]
+		if cl.Phase == Round1 || cl.Phase == Round2 || cl.Calls != [MaxNodes]uint8{} {
+			return false
+		}
+	}
+	return true
 }
 
 // decidable: the client may decide its round: a majority granted (the

@@ -42,6 +42,9 @@ type Node struct {
 
 func (n *Node) wipe(now uint8) { *n = Node{WipedAt: now} }
 
+// retain is the retention passing: H, HR and E expire (G stays).
+func (n *Node) retain() { n.H, n.HR, n.E = [MaxNames]uint8{}, 0, 0 }
+
 // expire drops what has expired by now: nothing reads an expired entry, so
 // states that differ only in them are one (a reduction).
 func (n *Node) expire(now uint8) {
@@ -59,6 +62,9 @@ func (n *Node) expire(now uint8) {
 
 // mint is round 1's candidate: INCR G, raised above every given name's H.
 func (n *Node) mint(id uint8, names ...int) uint8 {
+	if n.G >= 60 {
+		panic("familymodel: the counter outgrew its byte; search smaller bounds")
+	}
 	n.G++
 	for _, m := range names {
 		if f := n.H[m] / 4; n.H[m] != 0 && n.G <= f {
@@ -184,6 +190,9 @@ func (n *Node) Commit(r *Rules, role Role, m int, t uint8) Reply {
 			return Reply{Cand: f}
 		}
 		n.H[m] = t
+		if r.NoCommitG {
+			return Reply{OK: true}
+		}
 	}
 	n.raise(t)
 	return Reply{OK: true}

@@ -36,6 +36,7 @@ type Client struct {
 	Until  uint8 // a hold's validity ends at this tick: Start + TTL - 1
 	Slot   uint8 // Sem: the slot it chose
 	K, V   uint8 // Sem: the size it knows
+	AK, AV uint8 // Sem: the size its attempt carries (a late call too)
 	LK, LV uint8 // Sem: a later size a node named this attempt
 	Best   uint8 // round 1: the largest candidate heard; then the token
 	Began  uint8 // M1: the largest conflicting token returned before its attempt began
@@ -52,7 +53,7 @@ func (cl *Client) idle() {
 	if cl.Calls != [MaxNodes]uint8{} {
 		best = cl.Best // for its commits still in flight
 	}
-	*cl = Client{Att: cl.Att, Slot: cl.Slot, K: cl.K, V: cl.V, Calls: cl.Calls, Best: best}
+	*cl = Client{Att: cl.Att, Slot: cl.Slot, K: cl.K, V: cl.V, AK: cl.AK, AV: cl.AV, Calls: cl.Calls, Best: best}
 }
 
 // Operator is SetPermits (Sem): it reads the versions from a majority,
@@ -75,6 +76,7 @@ type Operator struct {
 type State struct {
 	Now       uint8
 	WipesLeft uint8
+	Retains   uint8 // retentions left
 	Nodes     [MaxNodes]Node
 	Clients   [MaxClients]Client
 	Op        Operator
@@ -93,7 +95,7 @@ const majority = MaxNodes/2 + 1
 // with its identity; Sem: empty), every client idle.
 func initial(cfg *Config) State {
 	var s State
-	s.WipesLeft = uint8(cfg.Wipes)
+	s.WipesLeft, s.Retains = uint8(cfg.Wipes), uint8(cfg.Retentions)
 	for i := range s.Nodes {
 		s.Nodes[i].Up = true
 	}
