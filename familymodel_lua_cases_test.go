@@ -95,6 +95,41 @@ func (f *famEnv) rwCases() {
 					run(side.l.Shape().Commit(side.l, famToken(t)).Run(f.ctx, f.rdb).Int64Slice()), want, k)
 			}
 		}
+		f.releaseCases(n, k, []famSide{{"rw write release", writer, fm.Writer}, {"rw read release", reader, fm.Reader}})
+	}
+}
+
+// famSide is a lease of the caller's and the model's role for it.
+type famSide struct {
+	name string
+	l    *lease.Lease
+	role fm.Role
+}
+
+// releaseCases: the release as a rollback and as Unlock send it, unsure
+// the node has the acquisition (a marker asked for), against
+// Node.Release. Only the keys and the caller's marker are compared (the
+// reply, the queues and the wake-ups are outside the model).
+//
+// Outside the model: the caller's value both in the writer's key and in a
+// reader entry (a lease downgraded on some nodes: the release removes
+// both, and the model has no Downgrade).
+func (f *famEnv) releaseCases(n fm.Node, k famKeys, sides []famSide) {
+	if n.Readers[famOwn].Who != 0 && n.Key[0].Who == famOwn+1 {
+		return
+	}
+	for _, side := range sides {
+		if side.role == fm.Writer && n.Readers[famOwn].Who != 0 || side.role == fm.Reader && n.Key[0].Who == famOwn+1 {
+			continue
+		}
+		for _, announce := range []bool{false, true} {
+			f.encode(n, k)
+			want := n
+			want.Release(side.role, 0, famNow, famOwn, famAtt)
+			call := f.e.ReleaseCall(side.l, false, announce)
+			_, err := call.Run(f.ctx, f.rdb).Result()
+			f.famCompare(side.name, n, fmt.Sprintf("announce %v", announce), "<nil>", fmt.Sprint(err), want, k)
+		}
 	}
 }
 
@@ -133,6 +168,7 @@ func (f *famEnv) multiCases() {
 			f.famCompare("multi commit", n, fmt.Sprintf("token %d", famToken(t)), commitReply(n, r, t),
 				run(l.Shape().Commit(l, famToken(t)).Run(f.ctx, f.rdb).Int64Slice()), want, k)
 		}
+		f.releaseCases(n, k, []famSide{{"multi release", l, fm.MultiLock}})
 	}
 }
 

@@ -166,6 +166,14 @@ func (f *famEnv) encode(n fm.Node, k famKeys) {
 func (f *famEnv) decode(like fm.Node, k famKeys) fm.Node {
 	ctx, nk := f.ctx, &f.keys
 	n := fm.Node{Marker: like.Marker, WipedAt: like.WipedAt}
+	// The caller's marker (the only one a compared script writes): on any
+	// of the names' keys.
+	n.Marker[famOwn] = 0
+	for m := range fm.MaxNames {
+		if k.key[m] != "" && f.rdb.Exists(ctx, lease.MarkerKey(k.key[m], famValue(famOwn))).Val() == 1 {
+			n.Marker[famOwn] = famAtt
+		}
+	}
 	get := func(key string) string { v, _ := f.rdb.Get(ctx, key).Result(); return v }
 	num := func(key string) uint8 { v, _ := strconv.Atoi(get(key)); return uint8(v) }
 	tok := func(key string) uint8 {

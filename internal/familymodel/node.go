@@ -213,9 +213,14 @@ func (n *Node) Release(role Role, m int, now, c, att uint8) {
 			n.Key[m], found = Entry{}, true
 		}
 	case MultiLock:
+		// Each member is release.lua's: its marker where it does not hold
+		// the value, and one marker refuses a late take of the whole set.
+		found = true
 		for k := range MaxNames {
 			if n.Key[k].is(c, att) && n.Key[k].live(now) {
-				n.Key[k], found = Entry{}, true
+				n.Key[k] = Entry{}
+			} else {
+				found = false
 			}
 		}
 	}
