@@ -2,9 +2,10 @@ package redlock
 
 import (
 	"fmt"
-	"github.com/quorumlock/redlock/internal/batch"
 	"log/slog"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/batch"
 )
 
 // Defaults. The node timeout follows the Redis distributed-lock spec: a few

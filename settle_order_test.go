@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -323,5 +324,101 @@ func TestSettlingEntriesAreDropped(t *testing.T) {
 	resume()
 	if !redlock.WaitAbandoned(c, 5*time.Second) {
 		t.Fatal("client goroutines still running")
+	}
+}
+
+// A refusal is this client's own old value if a release or rollback of
+// the name was being retried on that node when the attempt's call went
+// out, even if the retry has got through by the time the attempt is
+// decided. Client B holds the name on nodes 0-2; client A's TryLock wins
+// 3 and 4 and is lost, and its rollback's first try there fails (a link
+// error: retried a node timeout later). B unlocks; A tries again at once:
+// 1 and 2 grant, 3 and 4 refuse (A's old value), and node 0 is slow, so
+// the round waits for it a node timeout, during which the rollback's
+// retry gets through. Before the fix the attempt looked for retries only
+// when it was decided, found none, and said ErrLocked, "held by another
+// owner [2 granted, 2 refused, 1 timed out of 5]", on a name nobody held.
+// Origin: CI (TestLoadOwnNames, fenced, 256 goroutines on a loaded machine).
+func TestARefusalWhileItsRollbackWasRetriedIsTheClientsOwn(t *testing.T) {
+	for _, fenced := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fenced", false: "unfenced"}[fenced], func(t *testing.T) {
+			cl := startCluster(t, 5)
+			const nodeTimeout = 300 * time.Millisecond
+			opts := []redlock.Option{redlock.WithNodeTimeout(nodeTimeout), redlock.WithTTL(20 * time.Second)}
+			acquire := "acquire"
+			if !fenced {
+				opts = append(opts, redlock.WithoutFencing())
+				acquire = "acquire-unfenced"
+			}
+			ctx := context.Background()
+			name := "own-retry-" + acquire
+			b := cl.actor(t, []*faultHook{nil, nil, nil, cut(), cut()}, opts...)
+			lb, err := b.TryLock(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var failRelease [5]atomic.Bool
+			var slowAcquire atomic.Bool
+			var retried [2]sync.Once
+			retriedThrough := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+			hooks := make([]*faultHook, 5)
+			for i := range hooks {
+				hooks[i] = &faultHook{before: func(s string) error {
+					if s == "release" && failRelease[i].CompareAndSwap(true, false) {
+						return errLinkCut
+					}
+					if i == 0 && s == acquire && slowAcquire.Load() {
+						time.Sleep(2 * nodeTimeout)
+					}
+					return nil
+				}, after: func(s string) {
+					switch {
+					case s == "release" && i >= 3:
+						retried[i-3].Do(func() { close(retriedThrough[i-3]) })
+					case s == acquire && i >= 3 && slowAcquire.Load():
+						// The refusal reaches the client once the retry
+						// is through.
+						select {
+						case <-retriedThrough[i-3]:
+							time.Sleep(20 * time.Millisecond)
+						case <-time.After(3 * nodeTimeout):
+						}
+					}
+				}}
+			}
+			// Without batching, so that the retry's call does not wait
+			// for the held reply's batch on its link.
+			a := cl.actor(t, hooks, append(opts, redlock.WithoutBatching())...)
+			failRelease[3].Store(true)
+			failRelease[4].Store(true)
+			if _, err := a.TryLock(ctx, name); !errors.Is(err, redlock.ErrLocked) {
+				t.Fatalf("A's first TryLock, B holding 0-2: %v, want ErrLocked", err)
+			}
+			// Lost at the majority's refusals, it may return before 3
+			// and 4 answered; their rollback follows their calls.
+			for deadline := time.Now().Add(2 * time.Second); failRelease[3].Load() || failRelease[4].Load(); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("A's rollback was not tried on nodes 3 and 4: nothing is replayed")
+				}
+			}
+			if err := lb.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(nodeTimeout / 3)
+			slowAcquire.Store(true)
+			l, err := a.TryLock(ctx, name)
+			slowAcquire.Store(false)
+			if err == nil {
+				l.Unlock(ctx)
+				t.Fatal("A's second TryLock won: the rollback's retry was through before it, nothing is replayed")
+			}
+			t.Logf("A's second TryLock: %v", err)
+			if errors.Is(err, redlock.ErrLocked) {
+				t.Fatalf("A's second TryLock on a name nobody holds: %v", err)
+			}
+			if !errors.Is(err, redlock.ErrUnavailable) {
+				t.Fatalf("A's second TryLock: %v, want ErrUnavailable", err)
+			}
+		})
 	}
 }

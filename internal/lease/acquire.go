@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/kind"
@@ -69,8 +70,15 @@ func (e *Engine) Begin(l *Lease, r Request) {
 	l.list = r.List
 	// A refusal may come from this client's own release or rollback of the
 	// name, if one was in flight when the attempt went out (Failure.Own).
-	l.ownReleases = e.settling.inFlight(l.names...)
-	l.ownInFlight = len(l.ownReleases) > 0
+	var retried []bool
+	l.ownReleases, retried = e.settling.inFlight(l.names...)
+	l.ownInFlight = len(l.ownReleases) > 0 || retried != nil
+	if l.ownInFlight {
+		l.ownRetried = make([]atomic.Bool, len(e.Nodes))
+		for i, r := range retried {
+			l.ownRetried[i].Store(r)
+		}
+	}
 	l.waiter = r.Waiter
 }
 
@@ -264,6 +272,7 @@ func (l *Lease) acquireOp(ctx context.Context, i int, node redis.UniversalClient
 	if err := l.afterOwn(ctx, i); err != nil {
 		return round.NodeFailed, 0, err
 	}
+	l.sending(i)
 	return l.parseAcquire(i, l.acquire.Run(ctx, node))
 }
 
@@ -296,6 +305,7 @@ func (r *roundOne) Command(i int) []any {
 	if !l.ownEnded(i) {
 		return nil
 	}
+	l.sending(i)
 	return l.acquire.Command()
 }
 
@@ -313,12 +323,18 @@ const refusedPromised = 2
 
 // ownRefusalsDecided reports whether attempt l was lost to refusals that
 // may be this client's own old value: nodes where a release or rollback
-// of the name failed and is retried in the background (settling). Without
-// them, the nodes that granted and refused would not have made a majority.
+// of the name failed and was being retried in the background (settling)
+// when the attempt's call went out. The retry may have got through since,
+// while the round waited for a slow node; the call may still have landed
+// before it. Without those nodes, the nodes that granted and refused would
+// not have made a majority.
 func (l *Lease) ownRefusalsDecided(t *round.Tally) bool {
+	if !l.ownInFlight {
+		return false
+	}
 	own := 0
 	for i, r := range t.Results {
-		if r.Outcome == round.NodeRefused && l.e.settling.retryingAt(i, l.names...) {
+		if r.Outcome == round.NodeRefused && (l.ownRetried[i].Load() || l.e.settling.retryingAt(i, l.names...)) {
 			own++
 		}
 	}

@@ -38,6 +38,7 @@ func (l *Lease) fencedAcquireOp(ctx context.Context, i int, node redis.Universal
 	if err := l.afterOwn(ctx, i); err != nil {
 		return round.NodeFailed, 0, err
 	}
+	l.sending(i)
 	return l.parseFencedAcquire(i, l.acquire.Run(ctx, node))
 }
 

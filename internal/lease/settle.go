@@ -169,22 +169,45 @@ func (s *settling) pending(names ...string) bool {
 }
 
 // inFlight returns name's releases of this client in flight, for an
-// attempt to order its call on each node after theirs (afterOwn).
-func (s *settling) inFlight(names ...string) []*release {
+// attempt to order its call on each node after theirs (afterOwn), and
+// per node whether a release of one of names is retried there (nil: on
+// none).
+func (s *settling) inFlight(names ...string) (rs []*release, retried []bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(names) == 1 {
-		return slices.Clone(s.m[names[0]])
-	}
-	var out []*release
 	for _, name := range names {
-		for _, r := range s.m[name] {
-			if !slices.Contains(out, r) {
-				out = append(out, r)
+		if c := s.retrying[name]; c != nil {
+			if retried == nil {
+				retried = make([]bool, len(c))
+			}
+			for i, k := range c {
+				retried[i] = retried[i] || k > 0
 			}
 		}
 	}
-	return out
+	if len(names) == 1 {
+		return slices.Clone(s.m[names[0]]), retried
+	}
+	for _, name := range names {
+		for _, r := range s.m[name] {
+			if !slices.Contains(rs, r) {
+				rs = append(rs, r)
+			}
+		}
+	}
+	return rs, retried
+}
+
+// sending records, as attempt l's call goes out to node i, whether a
+// release of its name is retried there: a refusal may then be this
+// client's own old value (ownRefusalsDecided). A retry that starts later
+// belongs to a release that was not in flight when the attempt began
+// (afterOwn orders the call after those, and their retries start before
+// their calls end), so there is nothing to look at if none was.
+func (l *Lease) sending(i int) {
+	if l.ownInFlight && l.e.settling.retryingAt(i, l.names...) {
+		l.ownRetried[i].Store(true)
+	}
 }
 
 // afterOwn waits until this client's releases of the name that were in
@@ -234,7 +257,7 @@ func (l *Lease) ownEnded(i int) bool {
 // waited for. Neither is anything if ctx ends before the wait would: the
 // attempt is better sent at once, and may well win without those nodes.
 func (s *settling) wait(ctx context.Context, epoch time.Time, names ...string) error {
-	rs := s.inFlight(names...)
+	rs, _ := s.inFlight(names...)
 	if len(rs) == 0 {
 		return nil
 	}
