@@ -1,5 +1,5 @@
 // Package waitmodel is an exhaustive model of one node's waiting lines for
-// the mutex and the multi-lock (docs/multilock.md, "The bound on a
+// the mutex, the multi-lock and the read-write lock (docs/multilock.md, "The bound on a
 // multi-lock's wait"): who a release promises a name to, and what a
 // waiting multi-lock does with a member promised to it that it cannot use
 // yet. It checks the rule of lua/multi_wait.lua (keepsPromises) in plain
@@ -28,6 +28,14 @@
 //     that starves it while it keeps trying). With the keep rule removed
 //     (Rules.NeverKeep: the code before issue 34), two members held in
 //     overlapping turns by Lock callers starve it.
+//
+// A second model (rw.go, rw_steps.go, rw_check.go: CheckRW) is the
+// read-write lock's phase-fair rule on one node (docs/rwlock.md): writers
+// in the queue and its promises, readers and the readers' wait with each
+// reader's need counted in writer holds, every actor taking turns for
+// ever. It checks the rule's bounds after every event (ReaderBound,
+// ReaderEntry, WriterBound: CheckRW's doc), and each part of the rule
+// removed (RWRules) breaks one of them.
 //
 // The bound the rule gives is per node; a majority of nodes decides, and
 // nodes may order near-simultaneous waiters differently (docs/multilock.md).
