@@ -94,7 +94,7 @@ func TestWithoutTheAgeConditionMultiLocksDeadlock(t *testing.T) {
 // neither multi-lock is starved once it has waited its TTL, and nothing is
 // stuck.
 func TestTwoMultiLocksAmongTurnsOnThreeNames(t *testing.T) {
-	if raceOn {
+	if waitmodel.RaceOn {
 		t.Skip("64,136 states: run without -race (make test does)")
 	}
 	cfg := func(r waitmodel.Rules) waitmodel.Config {

@@ -1,5 +1,5 @@
 //go:build !race
 
-package waitmodel_test
+package waitmodel
 
-const raceOn = false
+const RaceOn = false

@@ -1,8 +1,8 @@
 //go:build race
 
-package waitmodel_test
+package waitmodel
 
-// raceOn: the race detector slows the largest search about eightfold and
+// RaceOn: the race detector slows the largest search about eightfold and
 // has nothing to find in it (one goroutine); make test runs it again
 // without -race.
-const raceOn = true
+const RaceOn = true
