@@ -175,7 +175,7 @@ func TestRWCloseWhileWaiting(t *testing.T) {
 // A waiting multi-lock whose client closes leaves every member's queue,
 // and a multi-lock that got its set leaves them at Unlock; nothing of it
 // (promise, place) is left for the members' Lock waiters.
-// Origin: the adversarial review of the family's waiting (watch.lua, multi_wait.lua, retry.go).
+// Origin: the adversarial review of the family's waiting (watch.lua, multi_wait.lua, internal/waiting/retry.go).
 func TestMultiLeavesQueuesOnCloseAndUnlock(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()

@@ -72,9 +72,13 @@ func (n Naive) Lock(ctx context.Context, name string) (*Lock, error) {
 		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || lease.Final(qe.Kind) {
 			return l, err
 		}
-		if !sleepCtx(ctx, n.Client.retryDelay()) {
+		t := time.NewTimer(n.Client.cfg.retryDelayMin)
+		select {
+		case <-ctx.Done():
+			t.Stop()
 			qe.Cause = ctx.Err()
 			return nil, qe
+		case <-t.C:
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package redlock
 
-import "github.com/quorumlock/redlock/internal/lease"
+import (
+	"github.com/quorumlock/redlock/internal/lease"
+	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/waiting"
+)
 
 // Every key and channel name the package builds. The per-lock keys share
 // the lock key's hash tag ("{<name>}"), so a Redis Cluster can serve as one
@@ -27,3 +31,10 @@ func leaveKeys(key string) []string {
 	return []string{key, lease.NextKey(key), lease.QueueKey(key), lease.SeenKey(key)}
 }
 func yieldKeys(key string) []string { return []string{key, lease.NextKey(key)} }
+
+// lockLine is the line of a lock key: its queue.
+func lockLine(key string) waiting.Line {
+	return waiting.Line{Key: key, Yield: yieldKeys(key), Leave: func(waiter string) *nodescript.Call {
+		return nodescript.NewCall(nodescript.Leave, nodescript.BoxKeys(leaveKeys(key)...), waiter)
+	}}
+}

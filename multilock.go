@@ -8,6 +8,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/waiting"
 )
 
 // The multi-lock: several names taken as one lock (docs/multilock.md). On
@@ -137,7 +138,7 @@ func (c *Client) LockMulti(ctx context.Context, names []string, opts ...LockOpti
 		return nil, err
 	}
 	var m *MultiLock
-	err = c.retry(ctx, lease.MultiName(set), c.multiLine(set), func(waiter string, waited time.Duration) (err error) {
+	err = waiting.Retry(ctx, c.wait, lease.MultiName(set), c.multiLine(set), func(waiter string, waited time.Duration) (err error) {
 		m, err = c.tryLockMulti(ctx, set, waiter, waited, ls)
 		return err
 	})
@@ -174,14 +175,14 @@ func (c *Client) DoMulti(ctx context.Context, names []string, fn func(ctx contex
 
 // multiLine is how a waiting multi-lock over set waits: in every member's
 // queue, leaving them all if it gives up.
-func (c *Client) multiLine(set []string) watch {
+func (c *Client) multiLine(set []string) waiting.Watch {
 	keys := make([]string, len(set))
 	var queues []any
 	for i, n := range set {
 		keys[i] = c.lockKey(n)
 		queues = append(queues, nodescript.BoxKeys(leaveKeys(keys[i])...)...)
 	}
-	return watch{keys: keys, leave: func(waiter string) *nodescript.Call {
+	return waiting.Watch{Keys: keys, Leave: func(waiter string) *nodescript.Call {
 		return nodescript.NewCall(nodescript.MultiLeave, queues, waiter)
 	}}
 }

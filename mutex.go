@@ -5,11 +5,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/lease"
+	"github.com/quorumlock/redlock/internal/waiting"
 )
-
-// The mutex: a lock held by one owner at a time. Its lease is the lease
-// engine's (internal/lease), with the mutex's shape (lease.Mutex): one key
-// per name on each node, holding the owner's random value.
 
 // Lock is a lock held on a majority of the nodes. Its methods are safe for
 // concurrent use.
@@ -102,6 +99,58 @@ func (c *Client) TryLock(ctx context.Context, name string, opts ...LockOption) (
 	}
 	return c.tryLock(ctx, name, "", 0, ls)
 }
+
+// Lock acquires the lock called name, retrying until it succeeds, ctx
+// ends, or an outage outlasts the client's bound. It gives up at once on
+// errors that retrying cannot fix (ErrWrongType, ErrNotProvisioned,
+// ErrWrongNodeList, ErrAuth, ErrNoPermission, ErrScript, ErrFencingNode,
+// ErrClosed, and the name errors of TryLock, found before any attempt).
+// While another owner holds the lock it waits until ctx ends; the error is
+// then the last attempt's *QuorumError with ctx's error as its Cause. When
+// its attempts have failed for other reasons than contention (nodes down,
+// paused, full or read-only, too few answering) for the client's
+// WithMaxOutage bound (DefaultMaxOutage, 15 s), with no attempt lost to
+// another owner in between, it returns the last attempt's *QuorumError,
+// whose Kind says why (ErrUnavailable, say), whose Nodes give every node's
+// cause, and whose GaveUpAfter says how long the attempts had failed.
+// While attempts fail so, it logs a warning
+// with each node's cause through the client's logger (WithLogger), at most
+// one per lock name every 5 seconds; a successful attempt logs nothing.
+// Its pauses between such attempts double each time, up to a second, so
+// that waiters do not keep an overloaded node or machine overloaded.
+//
+// A waiting Lock joins the lock's queue on the nodes, and Unlock promises
+// the lock to the longest-waiting live waiter for a moment (two node
+// timeouts), so contended locks pass in arrival order rather than to
+// whoever's attempt lands first. The promised waiter is woken by a release
+// notification (Redis pub/sub, one connection per node shared by the
+// client's waiters); the others sleep on. A waiter that misses its
+// notification retries after a random delay within the configured bounds,
+// and a promise nobody takes expires (the waiter it was made to, if it does
+// not try again, loses its place at the next release). Waiters that came at
+// the same moment may be promised the lock on different nodes, so that none
+// can take it; they give their promises back, and try again, the oldest
+// first. TryLock
+// does not queue, and is refused while the lock is promised to a waiter.
+func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (_ *Lock, err error) {
+	if err := validateName(name); err != nil {
+		return nil, err
+	}
+	ls, err := c.leaseOf(c.defaultLease(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if l, err := c.reentry(ctx, name, ls.reentrant, true); l != nil || err != nil {
+		return l, err
+	}
+	return waiting.InLine(ctx, c.wait, name, lockLine(c.lockKey(name)), func(ctx context.Context, waiter string, waited time.Duration) (*Lock, error) {
+		return c.tryLock(ctx, name, waiter, waited, ls)
+	})
+}
+
+// The mutex: a lock held by one owner at a time. Its lease is the lease
+// engine's (internal/lease), with the mutex's shape (lease.Mutex): one key
+// per name on each node, holding the owner's random value.
 
 // beforeTry is what TryLock does before its attempt: it refuses a bad name
 // or an ended ctx, and learns the fenced client's node identities.

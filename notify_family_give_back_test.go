@@ -19,16 +19,16 @@ import (
 // member's Unlock promised the member to it while the attempt's replies
 // were on their way back, before it subscribed). The multi-lock then looks
 // once (WakeListening), is refused (another member held), and does not
-// give the promise back: retry.go gives back only after a wake-up that was
+// give the promise back: internal/waiting/retry.go gives back only after a wake-up that was
 // a promise (promised = reason == WakePromised). The member's next Lock
 // waiter, queued behind the multi-lock, is woken by nothing: the promise
 // lapses silently and it sleeps out its retry delay.
 //
 // Found by review, fixed (a refused multi-lock's nodes now pass on a
 // promise it cannot use, whenever it came: lua/multi_wait.lua). Was:
-// retry.go gave back only after a wake-up that was a promise, so a
+// internal/waiting/retry.go gave back only after a wake-up that was a promise, so a
 // promise that came before the subscription was never given back.
-// Origin: the adversarial review of the family's waiting (watch.lua, multi_wait.lua, retry.go).
+// Origin: the adversarial review of the family's waiting (watch.lua, multi_wait.lua, internal/waiting/retry.go).
 func TestMultiPromiseBeforeSubscribeNotGivenBack(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
@@ -103,7 +103,7 @@ func TestMultiPromiseBeforeSubscribeNotGivenBack(t *testing.T) {
 // published to nobody; the refused multi-lock's nodes now promise the
 // member to its next live waiter, with the rest of the promise, as
 // release.lua would (lua/multi_wait.lua).
-// Origin: the adversarial review of the family's waiting (watch.lua, multi_wait.lua, retry.go).
+// Origin: the adversarial review of the family's waiting (watch.lua, multi_wait.lua, internal/waiting/retry.go).
 func TestMultiGiveBackLetsANewcomerBarge(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()
@@ -191,7 +191,7 @@ func TestMultiGiveBackLetsANewcomerBarge(t *testing.T) {
 // (watch.lua), so a joiner's lifetime for the queue key is at least the
 // mark's. It failed on a1e24cc: the reader was not woken, release.lua
 // returning before it publishes when neither QUEUE nor NEXT exists.
-// Origin: the adversarial review of the family's waiting (watch.lua, multi_wait.lua, retry.go).
+// Origin: the adversarial review of the family's waiting (watch.lua, multi_wait.lua, internal/waiting/retry.go).
 func TestReaderMarkCutShortByAWritersJoin(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := context.Background()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/waiting"
 )
 
 // The quorum, as a caller sees it. Every operation goes to all N nodes
@@ -79,6 +80,62 @@ func (e *QuorumError) ended(ctx context.Context) *QuorumError {
 		e.Kind = nil
 	}
 	return e
+}
+
+// failedAttempt is a *QuorumError as a waiting loop reads it
+// (internal/waiting).
+type failedAttempt struct{ e *QuorumError }
+
+// asFailed views err as a failed attempt, if it is a *QuorumError.
+func asFailed(err error) (waiting.Failed, bool) {
+	var qe *QuorumError
+	if !errors.As(err, &qe) {
+		return nil, false
+	}
+	return failedAttempt{qe}, true
+}
+
+// notTried is the error of a waiting call whose ctx ended before its first
+// attempt.
+func notTried(name string, cause error) error {
+	return &QuorumError{Op: "lock", Name: name, Cause: cause}
+}
+
+func (f failedAttempt) Error() string                   { return f.e.Error() }
+func (f failedAttempt) Err() error                      { return f.e }
+func (f failedAttempt) Name() string                    { return f.e.Name }
+func (f failedAttempt) After() []chan struct{}          { return f.e.after }
+func (f failedAttempt) Unanswered() bool                { return f.e.Cause != nil && f.e.Kind == nil }
+func (f failedAttempt) Over() bool                      { return f.e.Cause != nil || lease.Final(f.e.Kind) }
+func (f failedAttempt) Contended() bool                 { return contended(f.e) }
+func (f failedAttempt) LostToPromises() bool            { return f.e.lostToPromises }
+func (f failedAttempt) SplitVote() bool                 { return splitVote(f.e.Nodes) }
+func (f failedAttempt) Ended(ctx context.Context) error { return f.e.ended(ctx) }
+func (f failedAttempt) GaveUp(lasted time.Duration) error {
+	f.e.GaveUpAfter = lasted
+	return f.e
+}
+
+// contended reports an attempt lost to other owners (the lock held, or
+// promised to other waiters, or a newer token committed meanwhile) rather
+// than to nodes that failed or did not answer: Lock waits out contention
+// until ctx ends, but not an outage (WithMaxOutage).
+func contended(qe *QuorumError) bool {
+	return qe.Kind == ErrLocked || qe.Kind == ErrSuperseded || qe.lostToPromises
+}
+
+// splitVote reports an attempt lost although some nodes granted it while
+// others refused it: the lock was free, and attempts of other waiters split
+// the votes. An attempt lost to nodes that did not answer is not one: the
+// nodes or the machine are overloaded, and retrying at once would only add
+// to the load, so it waits the configured retry delay.
+func splitVote(nodes []NodeResult) bool {
+	granted, refused := false, false
+	for _, n := range nodes {
+		granted = granted || n.Outcome == NodeGranted
+		refused = refused || n.Outcome == NodeRefused
+	}
+	return granted && refused
 }
 
 func (e *QuorumError) Error() string {

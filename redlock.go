@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,6 +12,7 @@ import (
 	"github.com/quorumlock/redlock/internal/identity"
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/waiting"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,9 +24,9 @@ type Client struct {
 	cfg   config
 	log   *slog.Logger
 
-	rounds *round.Engine  // the round engine: calls, workers, node health, closing
-	leases *lease.Engine  // the lease engine: acquire, extend, release, settle
-	locks  sync.WaitGroup // running Lock calls: Close waits for their leaves
+	rounds *round.Engine // the round engine: calls, workers, node health, closing
+	leases *lease.Engine // the lease engine: acquire, extend, release, settle
+	wait   *waiting.Loop // the waiting calls (Lock and the family's): Close waits for their leaves
 	// stopped is closed once Close has run and every goroutine of the
 	// client has ended (the engine's and the queue's).
 	stopped   chan struct{}
@@ -39,12 +39,9 @@ type Client struct {
 	queue *fairqueue.Queue // release notifications for waiters in Lock; leaving the queue, yielding
 	// id names the client in its waiters' ids ("<id>/<n>") and in the
 	// channel on which it hears of the locks promised to them.
-	id      string
-	waiters atomic.Uint64
+	id string
 
 	args scriptArgs
-
-	lockWarns warnLimiter // Lock's warnings about failing attempts (lockwarn.go)
 }
 
 // scriptArgs are the script arguments that depend only on the
@@ -128,6 +125,10 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		Hooks: traceHooks(cfg.trace), Batch: cfg.batch})
 	c.queue = fairqueue.New(c.nodes, c.rounds, fairqueue.Config{ID: c.id, NodeTimeout: cfg.nodeTimeout,
 		PromiseLife: c.promiseLife(), Clock: cfg.clock, Subscribe: traceSubscribe(cfg.trace)})
+	c.wait = &waiting.Loop{Rounds: c.rounds, Queue: c.queue, Clock: cfg.clock, ID: c.id, Nodes: len(c.nodes),
+		Delays: waiting.Delays{RetryMin: cfg.retryDelayMin, RetryMax: cfg.retryDelayMax, MaxOutage: cfg.maxOutage,
+			NodeTimeout: cfg.nodeTimeout},
+		Log: cfg.logger, Failed: asFailed, NotTried: notTried}
 	c.args = scriptArgs{
 		ttl:       cfg.ttl.Milliseconds(),
 		retention: cfg.retention.Milliseconds(),
@@ -176,7 +177,7 @@ func (c *Client) Close() error {
 		c.queue.Close()
 		c.stopped = make(chan struct{})
 		go func() {
-			c.locks.Wait()
+			c.wait.Wait()
 			c.rounds.Wait()
 			c.queue.Wait()
 			close(c.stopped)

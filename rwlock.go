@@ -7,6 +7,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/waiting"
 )
 
 // The read-write lock: many readers or one writer (docs/rwlock.md). Each
@@ -97,7 +98,7 @@ func (m *RWMutex) RLock(ctx context.Context, opts ...LockOption) (*RWLock, error
 	leave := func(reader string) *nodescript.Call {
 		return nodescript.NewCall(nodescript.RWLeave, keys, reader, m.c.promiseFor())
 	}
-	err = m.c.retry(ctx, m.name, watch{keys: []string{key}, leave: leave}, func(reader string, _ time.Duration) (err error) {
+	err = waiting.Retry(ctx, m.c.wait, m.name, waiting.Watch{Keys: []string{key}, Leave: leave}, func(reader string, _ time.Duration) (err error) {
 		l, err = m.attempt(ctx, true, reader, 0, ls)
 		return err
 	})
@@ -116,7 +117,7 @@ func (m *RWMutex) Lock(ctx context.Context, opts ...LockOption) (*RWLock, error)
 		return l, err
 	}
 	key := lease.RWKey(m.c.cfg.keyPrefix, m.name)
-	return waitInLine(ctx, m.c, m.name, lockLine(key), func(ctx context.Context, waiter string, waited time.Duration) (*RWLock, error) {
+	return waiting.InLine(ctx, m.c.wait, m.name, lockLine(key), func(ctx context.Context, waiter string, waited time.Duration) (*RWLock, error) {
 		return m.attempt(ctx, false, waiter, waited, ls)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/lease"
+	"github.com/quorumlock/redlock/internal/waiting"
 )
 
 // The semaphore: at most K holders, as K slot locks on the quorum
@@ -130,7 +131,7 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int, opts ...LockOption) (*P
 	if err != nil {
 		return nil, err
 	}
-	return waitInLine(ctx, s.c, s.name, s.line(n), func(ctx context.Context, waiter string, waited time.Duration) (*Permit, error) {
+	return waiting.InLine(ctx, s.c.wait, s.name, s.line(n), func(ctx context.Context, waiter string, waited time.Duration) (*Permit, error) {
 		return s.take(ctx, n, ls, waiter, waited)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/waiting"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -190,7 +191,7 @@ func (s *Semaphore) freeSlots(ctx context.Context, k, tried int) ([]int, error) 
 // line is the semaphore's line for requests of n permits. A waiter that
 // gives up leaves it and wakes those behind it that the free slots can
 // now serve: they may have been held back only by it.
-func (s *Semaphore) line(n int) line {
+func (s *Semaphore) line(n int) waiting.Line {
 	c := s.c
 	key := lease.LineKey(c.cfg.keyPrefix, s.name)
 	keys := []any{lease.QueueKey(key), lease.SeenKey(key)}
@@ -199,7 +200,7 @@ func (s *Semaphore) line(n int) line {
 		k, _, _ := lease.LockKeys(c.cfg.keyPrefix, lease.SlotName(s.name, i))
 		keys = append(keys, k)
 	}
-	return line{key: key, suffix: lease.LineWaiter("", n), leave: func(waiter string) *nodescript.Call {
+	return waiting.Line{Key: key, Suffix: lease.LineWaiter("", n), Yield: yieldKeys(key), Leave: func(waiter string) *nodescript.Call {
 		return nodescript.NewCall(nodescript.SemLeave, keys, waiter, k, key, c.promiseFor())
 	}}
 }

@@ -1,4 +1,4 @@
-package redlock
+package waiting
 
 import (
 	"context"
@@ -6,9 +6,14 @@ import (
 	"time"
 )
 
-// The pauses of the waiting loops (waitInLine, retry): the jittered retry
-// delay, its doubling through an outage, and the short delays around a
-// handoff.
+// The pauses of the waiting loops: the jittered retry delay, its doubling
+// through an outage, and the short delays around a handoff.
+
+// Delays are a client's: its retry delay's bounds, its outage bound
+// (WithMaxOutage; 0: none) and its node timeout.
+type Delays struct {
+	RetryMin, RetryMax, MaxOutage, NodeTimeout time.Duration
+}
 
 // handoffSpread bounds the age-priority delay of a woken waiter.
 const handoffSpread = 2 * time.Millisecond
@@ -27,32 +32,31 @@ type outage struct {
 	since time.Time
 }
 
-// nextDelay is the pause before the next attempt of a waiting call whose
-// attempt begun at attemptStart failed with qe: the jittered retry delay,
-// doubled for each attempt in a row lost to an outage rather than to a
-// holder, so that waiters do not keep a saturated node or machine
-// saturated. gaveUp reports an outage that has lasted the client's bound
-// (WithMaxOutage); qe.GaveUpAfter then says how long.
-func (c *Client) nextDelay(o *outage, qe *QuorumError, attemptStart time.Time) (delay time.Duration, gaveUp bool) {
-	delay = c.retryDelay()
-	if contended(qe) {
+// next is the pause before the next attempt of a waiting call whose
+// attempt begun at attemptStart failed (contended: to another owner): the
+// jittered retry delay, doubled for each attempt in a row lost to an
+// outage rather than to a holder, so that waiters do not keep a saturated
+// node or machine saturated. lasted is not 0 if the outage has lasted the
+// client's bound (WithMaxOutage): how long it has.
+func (d Delays) next(o *outage, contended bool, attemptStart, now time.Time) (delay, lasted time.Duration) {
+	delay = d.retryDelay()
+	if contended {
 		*o = outage{}
-		return delay, false
+		return delay, 0
 	}
 	o.n++
 	delay = outageDelay(delay, o.n)
 	if o.n == 1 {
 		o.since = attemptStart
 	}
-	if bound := c.cfg.maxOutage; bound > 0 {
-		lasted := c.cfg.clock.Now().Sub(o.since)
+	if bound := d.MaxOutage; bound > 0 {
+		lasted := now.Sub(o.since)
 		if lasted >= bound {
-			qe.GaveUpAfter = lasted
-			return 0, true
+			return 0, max(lasted, 1)
 		}
 		delay = min(delay, bound-lasted) // the last try is on time
 	}
-	return delay, false
+	return delay, 0
 }
 
 // outageDelay doubles a retry delay for each attempt in a row that failed
@@ -63,8 +67,8 @@ func outageDelay(delay time.Duration, outages int) time.Duration {
 
 const maxOutageDelay = time.Second
 
-func (c *Client) retryDelay() time.Duration {
-	lo, hi := c.cfg.retryDelayMin, c.cfg.retryDelayMax
+func (d Delays) retryDelay() time.Duration {
+	lo, hi := d.RetryMin, d.RetryMax
 	if hi <= lo {
 		return lo
 	}
