@@ -1,6 +1,7 @@
 package waitmodel_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -78,6 +79,7 @@ func TestWithoutKeepingOverlappingTurnsStarveAMultiLock(t *testing.T) {
 		t.Fatal("no starvation found with the keep rule removed")
 	}
 	t.Logf("found:\n%s", strings.Join(r.Starved, "\n"))
+	golden(t, filepath.Join("testdata", "multi_NeverKeep_starved.txt"), strings.Join(r.Starved, "\n")+"\n")
 }
 
 // Without the age condition, three multi-locks can each keep a member
@@ -88,6 +90,7 @@ func TestWithoutTheAgeConditionMultiLocksDeadlock(t *testing.T) {
 		t.Fatal("no deadlock found with the age condition removed")
 	}
 	t.Logf("found:\n%s", strings.Join(r.Stuck, "\n"))
+	golden(t, filepath.Join("testdata", "multi_NoAge_stuck.txt"), strings.Join(r.Stuck, "\n")+"\n")
 }
 
 // Two multi-locks sharing b, Lock callers taking turns on all three names:

@@ -1,6 +1,9 @@
 package waitmodel_test
 
 import (
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,5 +50,30 @@ func TestEachPartOfThePhaseFairRuleIsNeeded(t *testing.T) {
 		if !strings.HasPrefix(r.Violation[0], bound) {
 			t.Errorf("%v broke %q, want %s", rules, r.Violation[0], bound)
 		}
+		golden(t, filepath.Join("testdata", "rw_"+rules.String()+".txt"), strings.Join(r.Violation, "\n")+"\n")
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden counterexamples under testdata/")
+
+// golden compares a counterexample with its file under testdata/ (the
+// search is deterministic: breadth first, events in a fixed order, so the
+// shortest trace found is always the same), or rewrites the file with
+// -update. A change to the model that changes a counterexample shows in
+// review as a change to that file.
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
+	}
+	if string(want) != got {
+		t.Errorf("%s: the counterexample changed (go test -update rewrites it):\n--- want\n%s--- got\n%s", path, want, got)
 	}
 }
