@@ -1,7 +1,10 @@
 package familymodel_test
 
 import (
+	"flag"
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	fm "github.com/quorumlock/redlock/internal/familymodel"
@@ -88,7 +91,32 @@ func TestEachRuleRemovedIsFound(t *testing.T) {
 				t.Fatalf("want a %s violation, got %v (%d states, complete %v)", tc.prop, res.Violation, res.States, res.Complete)
 			}
 			t.Logf("%v, %d events:\n%s", res.Violation, len(res.Trace), lines(res.Trace))
+			golden(t, filepath.Join("testdata", tc.rule+".txt"), fmt.Sprintf("%v\n%s", res.Violation, lines(res.Trace)))
 		})
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden counterexamples under testdata/")
+
+// golden compares a counterexample with its file under testdata/ (the
+// search is breadth first, events in a fixed order: the trace found is
+// always the same), or rewrites the file with -update. A change to the
+// model that changes a counterexample shows in review as a change to
+// that file.
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
+	}
+	if string(want) != got {
+		t.Errorf("%s: the counterexample changed (go test -update rewrites it):\n--- want\n%s--- got\n%s", path, want, got)
 	}
 }
 
