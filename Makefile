@@ -23,7 +23,7 @@ FIPS_SKIP   := ^(TestTokensAreUniqueAndFollowRealTime|$(CLIENT_SIDE))
 # The oldest Go the module declares (go.mod's go line): test-oldest-go builds with it.
 GO_MIN      := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps deps-valkey test test-root test-rest compat-root compat-rest test-valkey test-fips test-compat test-oldest-go ci demo chaos lint bench bench-quick model-deep clean
+.PHONY: all deps deps-valkey test test-root test-rest soak compat-root compat-rest test-valkey test-fips test-compat test-oldest-go ci demo chaos lint bench bench-quick model-deep clean
 
 all: lint test
 
@@ -49,12 +49,19 @@ test: deps
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-root test-rest
 
 test-root:
-	$(GO) test -race -count=1 -timeout 20m .
+	$(GO) test -race -count=1 -p 1 -timeout 20m . ./cmd/redlock
 
 test-rest:
-	$(GO) test -race -count=1 -p 1 -timeout 20m $$($(GO) list ./... | grep -vx 'github.com/quorumlock/redlock')
+	$(GO) test -race -count=1 -p 1 -timeout 20m $$($(GO) list ./... | grep -vx 'github.com/quorumlock/redlock\|github.com/quorumlock/redlock/cmd/redlock')
 	cd redlockotel && $(GO) test -race -count=1 -timeout 5m ./...
 	$(GO) test -count=1 -timeout 10m ./internal/protomodel ./internal/waitmodel ./internal/familymodel
+
+## soak: the root package's soaks (hundreds of goroutines, or seconds of contention, on real nodes:
+## TestLoad*, TestNoTwoHoldersOverlap, TestTokensAreUniqueAndFollowRealTime), which make test skips
+## (REDLOCK_SOAK unset). They assert that nothing breaks under load, never a timing. CI runs them in a
+## pass of their own.
+soak: deps
+	REDLOCK_SOAK=1 $(GO) test -race -count=1 -timeout 20m -run '^(TestLoad|TestNoTwoHoldersOverlap|TestTokensAreUniqueAndFollowRealTime)' .
 
 ## model-deep: the protocol models (internal/protomodel, internal/familymodel) searched to larger
 ## bounds than make test does: every interleaving of clients, wipes, snapshots and repairs (see
@@ -72,7 +79,7 @@ deps-valkey: deps
 ## (REDLOCK_SERVER_BINARY, read by node.StartProcess). Without -race: `make test` has run it. -short
 ## and VALKEY_SKIP leave out the client-side tests, which `make test` ran.
 test-valkey: deps-valkey
-	REDLOCK_SERVER_BINARY=valkey-server $(GO) test -short -skip '$(VALKEY_SKIP)' -count=1 -p 1 -timeout 20m $(NODE_PKGS)
+	REDLOCK_SOAK=1 REDLOCK_SERVER_BINARY=valkey-server $(GO) test -short -skip '$(VALKEY_SKIP)' -count=1 -p 1 -timeout 20m $(NODE_PKGS)
 
 ## test-fips: the same packages in FIPS 140-only mode, where any use of a non-approved
 ## algorithm (SHA-1 among them) panics. -short, and FIPS_SKIP, as for test-valkey.
@@ -86,7 +93,7 @@ test-fips: deps
 test-compat: deps-valkey
 	$(MAKE) --no-print-directory -j2 --output-sync=target compat-root compat-rest
 
-COMPAT := REDLOCK_SERVER_BINARY=valkey-server GODEBUG=fips140=only $(GO) test -short -skip '$(VALKEY_SKIP)' -count=1 -p 1 -timeout 20m
+COMPAT := REDLOCK_SOAK=1 REDLOCK_SERVER_BINARY=valkey-server GODEBUG=fips140=only $(GO) test -short -skip '$(VALKEY_SKIP)' -count=1 -p 1 -timeout 20m
 
 compat-root:
 	$(COMPAT) .
@@ -103,7 +110,7 @@ test-oldest-go: deps
 	GOTOOLCHAIN=go$(GO_MIN) $(GO) test -count=1 -p 1 -timeout 10m ./fence ./internal/luascript
 
 ## ci: what .ci/run runs, in order.
-ci: lint test test-compat test-oldest-go
+ci: lint test soak test-compat test-oldest-go
 
 ## demo: every chaos scenario, with and without fencing, a few seconds each, then the lock
 ## family's workloads (read-write lock, semaphore, multi-lock) under kills and pauses, a paused

@@ -21,6 +21,7 @@ import (
 // ms after the failed Extend). Now the keep-alive extends within half the
 // validity left when that is sooner than TTL/3.
 func TestDoKeepsALockWhoseShorteningFailed(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	hold := newHoldFirst("extend")
 	t.Cleanup(hold.open)
@@ -61,6 +62,7 @@ func TestDoKeepsALockWhoseShorteningFailed(t *testing.T) {
 // and Do cancels fn with ErrLockLost though every node is up.
 // Origin: an adversarial review of the API's edges.
 func TestDoKeepsAShortenedLock(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	c := cl.newClient(t, redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
 	err := c.Do(context.Background(), "shortened", func(fctx context.Context, l *redlock.Lock) error {

@@ -17,6 +17,7 @@ import (
 // for the rest of its leadership: the change is missed, not delayed.
 // (Default retention 24 h: a leader that proclaims after a day.)
 func TestObserveHearsTheProclaimsOfALeaderOlderThanTheRetention(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -27,6 +27,7 @@ func isElectionScript(args []any, s interface {
 // returned nil while Leader showed the old value for good). Here the
 // user's calls are held until the keep-alive's have been answered.
 func TestTheKeepAliveDoesNotUndoAProclaim(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	ttl := 3 * time.Second
 	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(200 * time.Millisecond),

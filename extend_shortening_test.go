@@ -21,6 +21,7 @@ import (
 // is open.
 // Origin: an adversarial review of the API's edges.
 func TestFailedShorteningExtendKeepsTheOldUntil(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	c := cl.newClient(t, redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(300*time.Millisecond))
 	other := cl.newClient(t, redlock.WithTTL(30*time.Second))

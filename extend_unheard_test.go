@@ -227,6 +227,7 @@ func (h *holdReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // Extend returned, so while it waited B was granted with 2.5 s of A's
 // validity left. Now a shortening pulls Until back before it sends.
 func TestShorteningInFlightMovesUntilAtOnce(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	for kind, tc := range lateShorteningCases {
 		t.Run(kind, func(t *testing.T) {
@@ -311,6 +312,7 @@ func (h *landDuringSecond) ProcessHook(next redis.ProcessHook) redis.ProcessHook
 // the Extend was counted, no longer cut n1, and B was granted with 2.5 s of
 // A's validity left. Now the calls unheard when an Extend begins count.
 func TestLateCallHeardDuringALaterExtendStillCounts(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	for kind, tc := range lateShorteningCases {
 		t.Run(kind, func(t *testing.T) {

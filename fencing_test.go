@@ -158,6 +158,7 @@ func checkTokens(ops []op) []string {
 }
 
 func TestTokensAreUniqueAndFollowRealTime(t *testing.T) {
+	soak(t)
 	cl := startCluster(t, 5)
 	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithNodeTimeout(time.Second),
 		redlock.WithRetryDelay(time.Millisecond, 20*time.Millisecond)}

@@ -208,6 +208,7 @@ func TestInspectMultiShowsEveryMemberUnderOneHolder(t *testing.T) {
 // ErrUnavailable and what the others said; a key of another type under a
 // read-write lock's readers: ErrWrongType.
 func TestInspectFamilyWithAMajoritySilentOrAWrongType(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 5)
 	c := cl.newClient(t, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100*time.Millisecond))
 	ctx := context.Background()

@@ -29,6 +29,7 @@ import (
 // TestRWReaderAdmittedWhereTheHoldItWaitedForExpired: a reader beside a cut
 // node retried 1 s apart.
 func TestALockHeldBesideADownNodeIsContention(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	bg := context.Background()
 	holder, err := cl.newClient(t).TryLock(bg, "held-one-down")
@@ -112,6 +113,7 @@ func heldKinds(t *testing.T, cl *cluster, holder, c *redlock.Client) []heldKind 
 // contention: its Try says ErrLocked, and its waiting form waits until
 // ctx's deadline, not its outage bound (adversarial review of 94c0411).
 func TestEveryPrimitiveHeldBesideADownNodeIsContention(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	for _, fenced := range []bool{true, false} {
 		t.Run(map[bool]string{true: "fenced", false: "unfenced"}[fenced], func(t *testing.T) {
 			cl := startCluster(t, 3)
@@ -184,6 +186,7 @@ func (h farWire) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // set out to fix: a waiting Lock backs off as in an outage and gives up at
 // WithMaxOutage while the lock is merely held).
 func TestALockHeldBesideADownNodeAndAFarNodeIsContention(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	bg := context.Background()
 	holder, err := cl.newClient(t).TryLock(bg, "held-far")
@@ -346,6 +349,7 @@ func (h lateReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // the refusal: ErrUnavailable, 4 and 5 of 5). ctx ended before the slow
 // nodes could tell a held lock from an outage: no Kind, ctx's error.
 func TestAHeldLockOnSlowNodesCutByCtxIsNotAnOutage(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	bg := context.Background()
 	slow := lateReply{250 * time.Millisecond}
@@ -372,6 +376,7 @@ func TestAHeldLockOnSlowNodesCutByCtxIsNotAnOutage(t *testing.T) {
 // with no Cause, 4 of 10 (fifth adversarial review; older than the rule
 // above). Nodes 1 and 2 are 250 ms away by a proxy, not a hook.
 func TestAHeldLockOnSlowWiresCutByCtxIsNotAnOutage(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := provisioned(t, startNodes(t, 3, node.Config{Proxy: true}))
 	bg := context.Background()
 	clients := make([]redis.UniversalClient, 3)

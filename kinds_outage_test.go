@@ -61,6 +61,7 @@ func TestAMajorityOutageWithOneRefusalSaysUnavailable(t *testing.T) {
 // AcquireN(ctx, 2) (census first) say nothing but "context deadline
 // exceeded": a real outage reported without ErrUnavailable.
 func TestSemaphoreCensusCutByCtxInAnOutageSaysUnavailable(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	c := cl.newClient(t)
 	bg := context.Background()

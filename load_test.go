@@ -29,6 +29,7 @@ import (
 // as separate processes would have them. Only failures are asserted, never
 // timings.
 func TestLoadDistinctNames(t *testing.T) {
+	soak(t)
 	cl := startCluster(t, 5)
 	type cell struct {
 		goroutines int
@@ -69,9 +70,7 @@ func TestLoadDistinctNames(t *testing.T) {
 // ErrLocked is asserted: it can come from nothing but the client's own
 // releases.
 func TestLoadOwnNames(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load")
-	}
+	soak(t)
 	cl := startCluster(t, 5)
 	for _, fenced := range []bool{false, true} {
 		for _, g := range []int{64, 256} {

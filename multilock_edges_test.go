@@ -23,6 +23,7 @@ import (
 // a tag ("t}a", "t}b") are one slot and must work.
 // Origin: the adversarial review of the multi-lock.
 func TestMultiClusterClientsAsNodes(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	nodes := startClusterModeNodes(t, 3)
 	c, err := redlock.New(nodes, redlock.WithoutFencing(), redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second))
 	if err != nil {

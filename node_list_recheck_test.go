@@ -193,6 +193,7 @@ func TestAWrongListVerdictIsCheckedAgainOnceTheNodesAreFixed(t *testing.T) {
 //
 // Origin: the adversarial review of 3c74a1e (repair as a conditional transition, the node list check); fails on 3c74a1e.
 func TestANodeFartherThanTheGraceIsSeenByACheck(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	far := &faultHook{before: func(string) error { time.Sleep(20 * time.Millisecond); return nil }}
 	var reads, locks atomic.Int32

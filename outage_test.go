@@ -239,6 +239,7 @@ func TestNewRefusesANegativeMaxOutage(t *testing.T) {
 // uncontended Acquire does), no attempt sends its take once the census
 // went unanswered.
 func TestSemaphoreAcquireGivesUpOnAnOutageAsLockDoes(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 5)
 	var census, takes atomic.Int32
 	count := afterHook(func(_ context.Context, script string) {
@@ -292,6 +293,7 @@ func TestSemaphoreAcquireGivesUpOnAnOutageAsLockDoes(t *testing.T) {
 // node.
 // Origin: the adversarial review of issue 23 (availability under own releases).
 func TestOutageGiveUpLeavesTheQueue(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	c := cl.newClient(t, redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithMaxOutage(time.Second))
 	ctx := context.Background()

@@ -27,6 +27,7 @@ import (
 //
 //	provision_partial_test.go:36: Provision of a provisioned deployment with node 4 down: redlock: provision: too few nodes answered [4 granted, 1 failed of 5: dial tcp 127.0.0.1:41653: connect: connection refused (node 4)]
 func TestProvisionOfAProvisionedDeploymentNeedsAMajority(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 5)
 	ctx := context.Background()
 	before, err := cl.newClient(t).NodeIDs(ctx)
@@ -166,6 +167,7 @@ func port(t *testing.T, addr string) string {
 //
 // Origin: the adversarial review of provisioning and diagnostics.
 func TestProvisionWithANodeMadeAReplicaDuringIt(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startFreshCluster(t, 3)
 	ctx := context.Background()
 	waitKey := func(key string) {

@@ -38,6 +38,7 @@ func (cl *cluster) restartEmpty(t *testing.T, i int) {
 // the intact majority once its delayed restart has passed, so the workers
 // go on locking with tokens that stay unique and in real-time order.
 func TestWipedNodesRejoinOnlineOneAtATime(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 5)
 	opts := []redlock.Option{redlock.WithTTL(300 * time.Millisecond), redlock.WithNodeTimeout(50 * time.Millisecond),
 		redlock.WithRetryDelay(time.Millisecond, 10*time.Millisecond)}

@@ -29,6 +29,7 @@ import (
 //  4. B's write lock is granted on {n1, n2} ~3 s later, with ~7 s of A's
 //     read validity left.
 func TestReadAcquisitionLandingLateLeavesALaterExtendAlone(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	clients, wires, hooks := delayedWires(t, cl, "rw-read")
 	a, err := redlock.New(clients, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(time.Second))

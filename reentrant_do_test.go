@@ -19,6 +19,7 @@ import (
 // past the validity, while another client takes the lock.
 // Origin: the adversarial review of the semaphore and reentrancy.
 func TestReentrySiblingDoRunsWithoutWatchdog(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	ttl := 600 * time.Millisecond
 	c := cl.newClient(t, redlock.WithTTL(ttl))

@@ -43,6 +43,7 @@ func newOn(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Option
 // only where H is absent: the stale H (< t_B) lets B commit t_B < t_A although
 // A committed and unlocked before B was granted (M2 broken).
 func TestRepairFloorBoundsAStaleHOnAPromotedReplica(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startFreshCluster(t, 3)
 	ctx := context.Background()
 	replica, rc := cl.startReplica(t, 1)
@@ -273,6 +274,7 @@ func TestAClaimNeverGivenBackDoesNotWedgeTheNode(t *testing.T) {
 // Episode 1 is simply attaching the replica (that changes the master's
 // replication id, so the master is stamped and must be repaired).
 func TestALostStampFromAnEarlierEpisodeDoesNotShortenTheDelay(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	const ttl = 2 * time.Second
@@ -346,6 +348,7 @@ func TestALostStampFromAnEarlierEpisodeDoesNotShortenTheDelay(t *testing.T) {
 // repairs n3 online and gives it n2's uuid and id: two live nodes with one
 // id, which U rests on.
 func TestAClientWithAnotherNodeListCannotStealAnID(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	n3, err := node.StartProcess(ctx, node.Config{Name: "n3"})

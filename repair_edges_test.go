@@ -144,6 +144,7 @@ func (cl *cluster) bareMajority(t *testing.T, name string, keep ...int) {
 //
 //	repair_edges_test.go:194: two holders: A holds "x" until Nov 25 17:25:42.007 (token 516); B was granted at Nov 25 17:25:40.091 with token 1282, 55ms after n2 was flushed
 func TestANodeEmptiedWithoutARestartIsNotReadmittedAtOnce(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 5)
 	ctx := context.Background()
 	const ttl = 2 * time.Second

@@ -89,6 +89,7 @@ func copyFile(t *testing.T, from, to string) {
 //
 // Origin: the adversarial review of 3c74a1e (repair as a conditional transition, the node list check); fails on 3c74a1e.
 func TestAStaleRepairDoesNotReadmitANodeRestoredFromASnapshot(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	opts := []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(200 * time.Millisecond)}
@@ -209,6 +210,7 @@ func TestAStaleRepairDoesNotReadmitANodeRestoredFromASnapshot(t *testing.T) {
 //
 // Origin: the adversarial review of 3c74a1e (repair as a conditional transition, the node list check); fails on 3c74a1e.
 func TestAnOnlineRepairDoesNotGraftACopyOfALiveMember(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	// The replica is attached before provisioning (docs/fencing.md: a
 	// master's first replica gives it a new replication id).
 	cl := startFreshCluster(t, 3)

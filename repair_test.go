@@ -19,6 +19,7 @@ import (
 // 1024. Now the promoted replica serves under a new replication id and
 // counts as amnesiac until repaired.
 func TestPromotedReplicaIsAmnesiacUntilRepaired(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startFreshCluster(t, 3)
 	ctx := context.Background()
 	replica, rc := cl.startReplica(t, 0)
@@ -137,6 +138,7 @@ func waitReplicated(t *testing.T, master, replica redis.UniversalClient) {
 // Repair refuses until the node has been out for the TTL in use, and says
 // how long to wait.
 func TestRepairWaitsOutTheDelayedRestart(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 5)
 	ctx := context.Background()
 	const ttl = 2 * time.Second

@@ -20,6 +20,7 @@ import (
 // every node that lost its data, so B is granted only once A's validity
 // has passed, and every later token still exceeds the given floor.
 func TestReprovisionWaitsOutTheDelayedRestart(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	for name, wiped := range map[string][]int{"one-wiped": {1}, "majority-wiped": {0, 1}} {
 		t.Run(name, func(t *testing.T) {
 			cl := startCluster(t, 3)

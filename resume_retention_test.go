@@ -16,6 +16,7 @@ import (
 // Resume's handle does not "keep the committed token", and a fence that
 // admitted the original token refuses every write of the resumed handle.
 func TestResumeOfAHoldOlderThanTheRetentionKeepsItsToken(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

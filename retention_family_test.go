@@ -14,6 +14,7 @@ import (
 // multi-locks, reader sets, sizes, tokens and release markers all expire.
 // What is left on each node is its own fencing state (a handful of keys).
 func TestFamilyLeavesNothingBehind(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	const retention, ttl = time.Second, 300 * time.Millisecond
 	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(100 * time.Millisecond),

@@ -148,6 +148,7 @@ func TestRoundTwoDelayedPastRetentionFails(t *testing.T) {
 // release markers' 10 TTLs) have passed the nodes hold a constant number of keys (the node's identity and
 // counters), not two keys per name as before the revision.
 func TestFencedNamesLeaveNothingBehind(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 5)
 	ctx := context.Background()
 	const names, retention, ttl = 10000, 1500 * time.Millisecond, 500 * time.Millisecond
@@ -210,6 +211,7 @@ func TestFencedNamesLeaveNothingBehind(t *testing.T) {
 // then A has returned or failed. The first case runs RepairWithoutDelay to
 // show the hole the delay closes.
 func TestRepairNeedsTheDelayForRealTimeOrder(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	for _, tc := range []struct {
 		name   string
 		atOnce bool

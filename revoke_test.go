@@ -113,6 +113,7 @@ func TestRevokeHandsTheLockToTheWaiterAndEndsTheHoldersDo(t *testing.T) {
 
 // Bad input and faults: a bad name, a key of another type, too few nodes.
 func TestRevokeRefusesBadInputAndSaysWhyItFailed(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	c := cl.newClient(t, redlock.WithNodeTimeout(200*time.Millisecond))

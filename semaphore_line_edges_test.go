@@ -355,6 +355,7 @@ func TestLineShrinkBehindAnImpossibleHead(t *testing.T) {
 // hash tag serves n permits, and a waiter for n is woken by a release.
 // Origin: the adversarial review of the semaphore's line (commit 8339419).
 func TestLineClusterNodes(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	nodes := startClusterModeNodes(t, 3)
 	ctx := context.Background()
 	opts := []redlock.Option{redlock.WithoutFencing(), redlock.WithTTL(5 * time.Second),

@@ -35,6 +35,7 @@ func storedPermits(t *testing.T, cl *cluster, name string) []string {
 // client learns the new size, and nobody holds a slot at or above it.
 // Origin: the adversarial review of the semaphore and reentrancy.
 func TestSemaphoreShrinkUndoneByALaggingNodeAndARestart(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	ctx := context.Background()
 	opts := []redlock.Option{redlock.WithoutFencing(), redlock.WithNodeTimeout(200 * time.Millisecond)}

@@ -22,6 +22,7 @@ import (
 // its first refusal and repairs every node it reaches: after one TTL past
 // SetPermits, never more than 2 are held.
 func TestShrinkHoldsThroughALaggingNodeAndRestarts(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 5)
 	ctx := context.Background()
 	const ttl = 500 * time.Millisecond

@@ -317,6 +317,7 @@ func TestSemaphoreBadInput(t *testing.T) {
 // review's MaxPermits replay). A slot is worth trying while a majority may
 // still grant it.
 func TestCensusCountsASlotWhoseReleaseIsInFlight(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	var delayRelease atomic.Bool
 	var censuses atomic.Int32
@@ -371,6 +372,7 @@ func TestCensusCountsASlotWhoseReleaseIsInFlight(t *testing.T) {
 // has no fencing. The error must name the semaphore's limitation.
 // Origin: the adversarial review of the semaphore and reentrancy.
 func TestSemaphoreClusterNodesWithoutFencing(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	nodes := startClusterModeNodes(t, 3)
 	ctx := context.Background()
 	c, err := redlock.New(nodes, redlock.WithoutFencing(), redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second))

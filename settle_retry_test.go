@@ -94,6 +94,7 @@ func TestOwnReleaseRetriedInTheBackgroundIsNotAnotherOwner(t *testing.T) {
 // client's TryLock on the name needs nodes 1 and 2, both up.
 // Origin: the adversarial review of issue 23 (availability under own releases).
 func TestRollbackRetryHoldsBackARecoveredNode(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	var down atomic.Bool
 	var rollbackFails atomic.Int32
