@@ -406,3 +406,59 @@ func TestAHeldLockOnSlowWiresCutByCtxIsNotAnOutage(t *testing.T) {
 		time.Sleep(700 * time.Millisecond) // the slow nodes' calls and rollbacks are through
 	}
 }
+
+// A waiting Lock's own rollbacks of refused attempts are retried when a
+// node is slow (the rollback's single try has a node timeout, the
+// acquisition the round's patience). A rollback of a node that REFUSED
+// the attempt deletes nothing (the node never held this client's value:
+// the outcome was definite), yet its retry makes every later attempt count
+// that node's refusal as "own". With two of three nodes answering in 1.5
+// node timeouts and another client holding the lock on all three nodes,
+// every attempt after the first is ErrUnavailable, and Lock gives up at
+// its outage bound although the lock is merely held (WithMaxOutage:
+// "Contention does not count ... Lock waits for a held lock until ctx
+// ends"). Fixed: a node that refused the attempt is not rolled back.
+// Origin: the adversarial review of the own-refusal fix (stop 47); it failed before that fix too.
+func TestAHeldLockWithTwoSlowNodesIsContentionNotAnOutage(t *testing.T) {
+	t.Run("slow", func(t *testing.T) { slowNodesContention(t, true) })
+	t.Run("control", func(t *testing.T) { slowNodesContention(t, false) })
+}
+
+func slowNodesContention(t *testing.T, slowNodes bool) {
+	cl := startCluster(t, 3)
+	const nodeTimeout = 50 * time.Millisecond
+	opts := []redlock.Option{redlock.WithNodeTimeout(nodeTimeout), redlock.WithMaxOutage(400 * time.Millisecond)}
+	ctx := context.Background()
+	const name = "held-slow-nodes"
+	b := cl.actor(t, []*faultHook{nil, nil, nil}, opts...)
+	lb, err := b.TryLock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Unlock(ctx)
+	var armed atomic.Bool
+	slow := func() *faultHook {
+		return delayScripts(&armed, 3*nodeTimeout/2, "acquire", "acquire-unfenced", "release")
+	}
+	a := cl.actor(t, []*faultHook{nil, slow(), slow()}, opts...)
+	armed.Store(slowNodes)
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	l, err := a.Lock(wctx, name)
+	took := time.Since(start)
+	if err == nil {
+		l.Unlock(ctx)
+		t.Fatal("A's Lock won while B holds the lock on every node")
+	}
+	t.Logf("A's Lock after %v: %v", took.Round(time.Millisecond), err)
+	var qe *redlock.QuorumError
+	errors.As(err, &qe)
+	if errors.Is(err, redlock.ErrUnavailable) || qe != nil && qe.GaveUpAfter > 0 {
+		t.Fatalf("A's Lock gave up as in an outage after %v (GaveUpAfter %v) while B holds the lock on all 3 nodes, "+
+			"every node answering: %v", took.Round(time.Millisecond), qe.GaveUpAfter, err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("A's Lock: %v, want it to wait for the held lock until ctx ends", err)
+	}
+}

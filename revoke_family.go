@@ -27,7 +27,7 @@ func (m *RWMutex) Revoke(ctx context.Context) (Revocation, error) {
 	revoke := func(reader bool, id string) error {
 		hold := &RWLock{c: c}
 		hold.reading.Store(reader)
-		return c.revokeHold(ctx, &hold.l, lease.Request{Name: m.name, Prefix: c.cfg.keyPrefix, Shape: lease.RW(reader)}, id)
+		return c.revokeHold(ctx, &hold.l, lease.Request{Name: m.name, Names: []string{lease.RWSettleName(m.name)}, Prefix: c.cfg.keyPrefix, Shape: lease.RW(reader)}, id)
 	}
 	if info.Write.Held {
 		if err := revoke(false, info.Write.Holder); err != nil {

@@ -77,8 +77,10 @@ func (m *RWMutex) try(ctx context.Context, reader bool, opts []LockOption) (*RWL
 // while a writer holds the lock, is promised it or waits for it is
 // admitted when that writer phase ends (the holder's Unlock or
 // Downgrade), ahead of the writers still queued, so it waits for one
-// writer phase at most, and writers wait for one reader phase at most plus
-// the writers ahead of them (docs/rwlock.md, Fairness). A refused reader
+// writer phase at most; a writer waits for the writers ahead of it, in
+// their order, and for one reader phase more than there are of them at
+// most: the one in progress when it queued, and one after each of their
+// holds (docs/rwlock.md, Phase-fair). A refused reader
 // hears the writer's releases: an Unlock that begins a reader phase wakes
 // every waiting reader at once; otherwise it retries after the client's
 // retry delay.
@@ -127,7 +129,7 @@ func (m *RWMutex) attempt(ctx context.Context, reader bool, waiter string, waite
 	c := m.c
 	l := &RWLock{c: c}
 	l.reading.Store(reader)
-	start, commit, begun, err := c.leases.Attempt(ctx, &l.l, lease.Request{Name: m.name, Waiter: waiter, Waited: waited,
+	start, commit, begun, err := c.leases.Attempt(ctx, &l.l, lease.Request{Name: m.name, Names: []string{lease.RWSettleName(m.name)}, Waiter: waiter, Waited: waited,
 		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.RW(reader)})
 	err = publicError(err)
 	if begun && c.cfg.observer != nil {

@@ -422,3 +422,184 @@ func TestARefusalWhileItsRollbackWasRetriedIsTheClientsOwn(t *testing.T) {
 		})
 	}
 }
+
+// A refusal is no evidence of this client's own old value where the
+// retry of its rollback got through before the attempt's call went out
+// there: the node had applied it. (The snapshot of retries taken when the
+// attempt began, in the first version of the fix above, counted them
+// anyway, and said ErrUnavailable where B held the lock.) B holds the name
+// on nodes 0-2. A's TryLock is refused on 0, and its calls to 1 and 2 are
+// held on the wire past the node timeout (unsent), so they are rolled
+// back, unsure; the rollback's first try there times out the same way, so
+// it is retried a node timeout later, and afterOwn holds the next
+// attempt's calls on 1 and 2 until that retry's try. A tries again once
+// the retries are registered: node 0 refuses at once, the calls to 1 and 2
+// go out after the retries got through, and are refused by B: ErrLocked.
+// Origin: the adversarial review of the own-refusal fix (stop 47).
+func TestARetryThatGotThroughBeforeTheCallIsNoOwnValue(t *testing.T) {
+	cl := startCluster(t, 3)
+	const nodeTimeout = 300 * time.Millisecond
+	opts := []redlock.Option{redlock.WithNodeTimeout(nodeTimeout), redlock.WithTTL(20 * time.Second)}
+	ctx := context.Background()
+	const name = "retry-through-before"
+	b := cl.actor(t, []*faultHook{nil, nil, nil}, opts...)
+	lb, err := b.TryLock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Unlock(ctx)
+	var stallAcquire, stallRelease [3]atomic.Bool
+	var stalled [3]chan struct{}
+	var retriedThrough [3]atomic.Bool
+	hooks := make([]*faultHook, 3)
+	for i := range hooks {
+		stalled[i] = make(chan struct{})
+		hooks[i] = &faultHook{before: func(s string) error {
+			switch {
+			case s == "acquire" && stallAcquire[i].CompareAndSwap(true, false):
+				time.Sleep(3 * nodeTimeout / 2)
+				return context.DeadlineExceeded // timed out, unsent
+			case s == "release" && stallRelease[i].CompareAndSwap(true, false):
+				time.Sleep(3 * nodeTimeout / 2)
+				defer close(stalled[i])
+				return context.DeadlineExceeded
+			}
+			return nil
+		}, after: func(s string) {
+			if s == "release" && (i == 1 || i == 2) {
+				retriedThrough[i].Store(true)
+			}
+		}}
+	}
+	a := cl.actor(t, hooks, append(opts, redlock.WithoutBatching())...)
+	for _, i := range []int{1, 2} {
+		stallAcquire[i].Store(true)
+		stallRelease[i].Store(true)
+	}
+	if _, err := a.TryLock(ctx, name); err == nil {
+		t.Fatal("A's first TryLock won while B holds every node")
+	}
+	for _, i := range []int{1, 2} {
+		select {
+		case <-stalled[i]:
+		case <-time.After(10 * nodeTimeout):
+			t.Fatalf("no rollback was tried on node %d: nothing is replayed", i)
+		}
+	}
+	time.Sleep(nodeTimeout / 6) // the retries are registered; their first try is ~250 ms away
+	if retriedThrough[1].Load() || retriedThrough[2].Load() {
+		t.Fatal("a retry got through before the second attempt began: nothing is replayed")
+	}
+	l, err := a.TryLock(ctx, name)
+	if err == nil {
+		l.Unlock(ctx)
+		t.Fatal("A's second TryLock won while B holds the lock")
+	}
+	t.Logf("A's second TryLock: %v", err)
+	if !retriedThrough[1].Load() || !retriedThrough[2].Load() {
+		t.Fatal("the retries had not got through when the attempt was decided: nothing is replayed")
+	}
+	if !errors.Is(err, redlock.ErrLocked) {
+		t.Fatalf("A's second TryLock, its calls on nodes 1 and 2 sent after its rollback's retries got through "+
+			"there, B holding all 3 nodes: %v, want ErrLocked", err)
+	}
+}
+
+// The settling state is kept by lease name, and a read-write lock and the
+// mutex of the same name share it (both use Request.Name = name), though
+// they are different keys on the nodes (docs/rwlock.md: "another lock than
+// the mutex of the same name"). A's RWMutex("x") Unlock fails on nodes 1
+// and 2 (a link error: retried a node timeout later); B takes the MUTEX
+// "x" on every node; A's TryLock of the mutex "x" is refused by B on all
+// three nodes, yet says ErrUnavailable: its RW release's retries, which
+// touch another key, are taken for its own old value on the mutex key.
+// Fixed: a read-write lock's releases are kept under lease.RWSettleName.
+// Origin: the adversarial review of the own-refusal fix (stop 47); it failed before that fix too.
+func TestAReadWriteLocksReleaseRetryIsNotTheMutexsOwnValue(t *testing.T) {
+	cl := startCluster(t, 3)
+	const nodeTimeout = 300 * time.Millisecond
+	opts := []redlock.Option{redlock.WithNodeTimeout(nodeTimeout)}
+	ctx := context.Background()
+	const name = "rw-retry-shared"
+	var failRelease [3]atomic.Bool
+	hooks := make([]*faultHook, 3)
+	for i := range hooks {
+		hooks[i] = &faultHook{before: func(s string) error {
+			if s == "rw-release" && failRelease[i].CompareAndSwap(true, false) {
+				return errLinkCut
+			}
+			return nil
+		}}
+	}
+	a := cl.actor(t, hooks, append(opts, redlock.WithoutBatching())...)
+	b := cl.actor(t, []*faultHook{nil, nil, nil}, opts...)
+	rw, err := a.RWMutex(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := rw.TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failRelease[1].Store(true)
+	failRelease[2].Store(true)
+	t.Logf("A's RW Unlock, failing on nodes 1 and 2: %v", w.Unlock(ctx))
+	lb, err := b.TryLock(ctx, name) // the mutex: another key than the RW lock's
+	if err != nil {
+		t.Fatalf("B's TryLock of the mutex %q: %v", name, err)
+	}
+	defer lb.Unlock(ctx)
+	l, err := a.TryLock(ctx, name)
+	if err == nil {
+		l.Unlock(ctx)
+		t.Fatal("A's TryLock won while B holds the mutex")
+	}
+	t.Logf("A's TryLock of the mutex held by B: %v", err)
+	if !errors.Is(err, redlock.ErrLocked) {
+		t.Fatalf("A's TryLock of the mutex %q, held by B on all 3 nodes: %v, want ErrLocked", name, err)
+	}
+}
+
+// Control for TestAReadWriteLocksReleaseRetryIsNotTheMutexsOwnValue: the same
+// with the RW lock under another name says ErrLocked.
+// Origin: the adversarial review of the own-refusal fix (stop 47).
+func TestAReadWriteLocksReleaseRetryControl(t *testing.T) {
+	cl := startCluster(t, 3)
+	const nodeTimeout = 300 * time.Millisecond
+	opts := []redlock.Option{redlock.WithNodeTimeout(nodeTimeout)}
+	ctx := context.Background()
+	const name = "rw-retry-control"
+	var failRelease [3]atomic.Bool
+	hooks := make([]*faultHook, 3)
+	for i := range hooks {
+		hooks[i] = &faultHook{before: func(s string) error {
+			if s == "rw-release" && failRelease[i].CompareAndSwap(true, false) {
+				return errLinkCut
+			}
+			return nil
+		}}
+	}
+	a := cl.actor(t, hooks, append(opts, redlock.WithoutBatching())...)
+	b := cl.actor(t, []*faultHook{nil, nil, nil}, opts...)
+	rw, err := a.RWMutex(name + "-other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := rw.TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failRelease[1].Store(true)
+	failRelease[2].Store(true)
+	t.Logf("A's RW Unlock, failing on nodes 1 and 2: %v", w.Unlock(ctx))
+	lb, err := b.TryLock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Unlock(ctx)
+	_, err = a.TryLock(ctx, name)
+	t.Logf("A's TryLock: %v", err)
+	if !errors.Is(err, redlock.ErrLocked) {
+		t.Fatalf("control: %v, want ErrLocked", err)
+	}
+}

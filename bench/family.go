@@ -375,7 +375,7 @@ func (r *report) writeFamily(out string) error {
 		return fmt.Sprintf("%.0f ms [%.0f–%.0f]", s.med, s.lo, s.hi)
 	}
 	p("| mixed load: the longest wait of a reader (read-write lock) | %s | one writer phase (issue 34) | - |\n", ms(func(f *familyRow) time.Duration { return f.mixed.readWait }))
-	p("| mixed load: the longest wait of a writer (read-write lock) | %s | one reader phase and the writers ahead | - |\n", ms(func(f *familyRow) time.Duration { return f.mixed.writeWait }))
+	p("| mixed load: the longest wait of a writer (read-write lock) | %s | the writers ahead, and one reader phase more than them | - |\n", ms(func(f *familyRow) time.Duration { return f.mixed.writeWait }))
 	p("| mixed load: the longest wait of any caller under the mutex, same work | %s | - | - |\n",
 		ms(func(f *familyRow) time.Duration { return max(f.mixedMutex.readWait, f.mixedMutex.writeWait) }))
 	s = get(func(f *familyRow) float64 { return f.semLeast })

@@ -28,9 +28,11 @@ type Request struct {
 	Prefix string
 	Shape  func(l *Lease, prefix, name, value string) Shape
 	// Names are the lock names whose keys the lease holds, when they are
-	// not just Name (a multi-lock's members): this client's releases still
-	// in flight are kept per name (settle.go), so that a Lock of a member
-	// waits for the set's release, and the set for a member's.
+	// not just Name (a multi-lock's members; a read-write lock's
+	// RWSettleName): this client's releases still in flight are kept per
+	// name (settle.go), so that a Lock of a member waits for the set's
+	// release, and the set for a member's, and a read-write lock's for its
+	// own alone.
 	Names []string
 }
 
@@ -70,14 +72,14 @@ func (e *Engine) Begin(l *Lease, r Request) {
 	l.list = r.List
 	// A refusal may come from this client's own release or rollback of the
 	// name, if one was in flight when the attempt went out (Failure.Own).
-	var retried []bool
-	l.ownReleases, retried = e.settling.inFlight(l.names...)
-	l.ownInFlight = len(l.ownReleases) > 0 || retried != nil
-	if l.ownInFlight {
+	var retrying bool
+	l.ownReleases, retrying = e.settling.inFlight(l.names...)
+	l.ownInFlight = len(l.ownReleases) > 0
+	if l.ownInFlight || retrying {
+		// Where a retry is still under way when the call goes out
+		// (sending); one that got through before is not (afterOwn holds
+		// the call for the first retry of a release whose try timed out).
 		l.ownRetried = make([]atomic.Bool, len(e.Nodes))
-		for i, r := range retried {
-			l.ownRetried[i].Store(r)
-		}
 	}
 	l.waiter = r.Waiter
 }
@@ -329,12 +331,9 @@ const refusedPromised = 2
 // before it. Without those nodes, the nodes that granted and refused would
 // not have made a majority.
 func (l *Lease) ownRefusalsDecided(t *round.Tally) bool {
-	if !l.ownInFlight {
-		return false
-	}
 	own := 0
 	for i, r := range t.Results {
-		if r.Outcome == round.NodeRefused && (l.ownRetried[i].Load() || l.e.settling.retryingAt(i, l.names...)) {
+		if r.Outcome == round.NodeRefused && (l.ownRetried != nil && l.ownRetried[i].Load() || l.e.settling.retryingAt(i, l.names...)) {
 			own++
 		}
 	}

@@ -52,10 +52,11 @@ type Lease struct {
 	// tried. Made by abandon, before the verdict that the rollbacks wait for.
 	rollbackTried []chan struct{}
 	rollbacks     *release   // the rollbacks in flight, for this client's next attempt (settle.go)
-	ownInFlight   bool       // this client had a release of the name in flight, or retried, when the attempt began
+	ownInFlight   bool       // this client had a release of the name in flight when the attempt began
 	ownReleases   []*release // those releases: the call on each node goes after theirs (afterOwn)
-	// per node, if ownInFlight: a release of the name was retried there
-	// when the attempt began or when its call went out (ownRefusalsDecided)
+	// per node, if a release of the name was in flight or retried when the
+	// attempt began (else nil): one was retried there when its call went
+	// out (sending, ownRefusalsDecided)
 	ownRetried []atomic.Bool
 	// closed when the attempt is decided; success is set before.
 	verdict chan struct{}

@@ -27,6 +27,13 @@ func RWKey(prefix, name string) string {
 	return key + ":rw"
 }
 
+// RWSettleName is what this client's releases of the read-write lock name
+// are kept under (settle.go), its Request.Names: not name, the mutex's of
+// the same name, whose keys are other keys (its releases in flight would
+// count as the read-write lock's own, and the other way round). No lock
+// name begins with '}'.
+func RWSettleName(name string) string { return "}rw:" + name }
+
 // ReadersKey is the readers' sorted set of the read-write lock whose
 // writer's key is key.
 func ReadersKey(key string) string { return key + ":readers" }

@@ -170,23 +170,15 @@ func (s *settling) pending(names ...string) bool {
 
 // inFlight returns name's releases of this client in flight, for an
 // attempt to order its call on each node after theirs (afterOwn), and
-// per node whether a release of one of names is retried there (nil: on
-// none).
-func (s *settling) inFlight(names ...string) (rs []*release, retried []bool) {
+// whether a release of one of names is retried on some node.
+func (s *settling) inFlight(names ...string) (rs []*release, retrying bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, name := range names {
-		if c := s.retrying[name]; c != nil {
-			if retried == nil {
-				retried = make([]bool, len(c))
-			}
-			for i, k := range c {
-				retried[i] = retried[i] || k > 0
-			}
-		}
+		retrying = retrying || s.retrying[name] != nil
 	}
 	if len(names) == 1 {
-		return slices.Clone(s.m[names[0]]), retried
+		return slices.Clone(s.m[names[0]]), retrying
 	}
 	for _, name := range names {
 		for _, r := range s.m[name] {
@@ -195,17 +187,20 @@ func (s *settling) inFlight(names ...string) (rs []*release, retried []bool) {
 			}
 		}
 	}
-	return rs, retried
+	return rs, retrying
 }
 
 // sending records, as attempt l's call goes out to node i, whether a
 // release of its name is retried there: a refusal may then be this
-// client's own old value (ownRefusalsDecided). A retry that starts later
+// client's own old value (ownRefusalsDecided), even if the retry gets
+// through before the attempt is decided. A retry that starts later
 // belongs to a release that was not in flight when the attempt began
 // (afterOwn orders the call after those, and their retries start before
-// their calls end), so there is nothing to look at if none was.
+// their calls end), so there is nothing to look at if none was in flight
+// or retried then; and a retry that got through before the call went out
+// is no evidence either (the node had applied it).
 func (l *Lease) sending(i int) {
-	if l.ownInFlight && l.e.settling.retryingAt(i, l.names...) {
+	if l.ownRetried != nil && l.e.settling.retryingAt(i, l.names...) {
 		l.ownRetried[i].Store(true)
 	}
 }

@@ -48,9 +48,16 @@ func (l *Lease) settleNode(i int) {
 		return // held
 	}
 	ended := func() { e.settling.callEnded(l.rollbacks, i, l.names...) }
-	if !l.acqSent[i] {
+	if !l.acqSent[i] || l.acqOutcome[i] == round.NodeRefused {
+		// Nothing was sent there, or the node refused the call: it
+		// processed it (no copy is in flight) and holds nothing of this
+		// attempt's, so every release script would do nothing. A rollback
+		// sent anyway to a slow node timed out and was retried, and its
+		// retry counted the node's later refusals as this client's own:
+		// contention with a slow minority turned into an outage, and
+		// Lock gave up at WithMaxOutage on a lock that was merely held.
 		ended()
-		return // nothing was sent there
+		return
 	}
 	sure, tried := definite(l.acqOutcome[i]), l.rollbackTried[i]
 	e.Rounds.GoHeld(func() { e.releaseNode(i, l, sure, tried, ended) })

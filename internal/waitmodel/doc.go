@@ -34,8 +34,8 @@
 // in the queue and its promises, readers and the readers' wait with each
 // reader's need counted in writer holds, every actor taking turns for
 // ever. It checks the rule's bounds after every event (ReaderBound,
-// ReaderEntry, WriterBound: CheckRW's doc), and each part of the rule
-// removed (RWRules) breaks one of them.
+// ReaderEntry, WriterBound, WriterOrder: CheckRW's doc), and each part of
+// the rule removed (RWRules) breaks one of them.
 //
 // The bound the rule gives is per node; a majority of nodes decides, and
 // nodes may order near-simultaneous waiters differently (docs/multilock.md).

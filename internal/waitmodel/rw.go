@@ -38,10 +38,14 @@ const (
 	// the lock (not holding it) needs the current phase, not the next
 	// hold, and so is admitted at once ahead of the queued writer.
 	NoNextPhase
+	// PromiseLast: an Unlock promises the lock to the last queued writer,
+	// not the first: writers lose their arrival order.
+	PromiseLast
 )
 
 func (r RWRules) String() string {
-	return [...]string{"PhaseFair", "ReaderIgnoresQueue", "WriterIgnoresAdmitted", "UnlockPromisesWriter", "NoNextPhase"}[r]
+	return [...]string{"PhaseFair", "ReaderIgnoresQueue", "WriterIgnoresAdmitted", "UnlockPromisesWriter", "NoNextPhase",
+		"PromiseLast"}[r]
 }
 
 // RWConfig is one model: how many writers and readers, and the rule.
@@ -63,6 +67,7 @@ type rwState struct {
 	due     [MaxReaders]int8 // in RWAIT: its need less RPHASE, at least -1; notWaiting if not in it
 	ghost   [MaxReaders]rGhost
 	phases  [MaxWriters]int8 // reader phases begun while the writer was queued, not holding (at most 3)
+	holds   [MaxWriters]int8 // other writers' holds granted while it was queued (at most 3)
 	ahead   [MaxWriters]int8 // writers queued ahead of it, or holding, when it joined the queue
 }
 
@@ -174,11 +179,12 @@ func (s *rwState) anyReading() bool {
 	return false
 }
 
-// first is the first writer in the queue, or -1.
-func (s *rwState) first() int8 {
+// first is the first writer in the queue, or -1 (the last, with
+// PromiseLast).
+func (c *RWConfig) first(s *rwState) int8 {
 	best := int8(-1)
 	for w, p := range s.place {
-		if p >= 0 && (best < 0 || p < s.place[best]) {
+		if p >= 0 && (best < 0 || p < s.place[best] != (c.Rules == PromiseLast)) {
 			best = int8(w)
 		}
 	}

@@ -27,7 +27,10 @@ type RWResult struct {
 //     when it joined the queue, if there was one, and for one reader phase
 //     begun since per writer ahead of it (queued or holding when it
 //     joined); a reader phase begins at a writer's Unlock that admits the
-//     readers waiting for its hold.
+//     readers waiting for its hold;
+//   - WriterOrder: a queued writer waits through no more writer holds
+//     than there were writers ahead of it (writers keep their arrival
+//     order).
 //
 // The model has no time: every event may come in any order, which is
 // what an adversary's schedule of live callers can do.
@@ -103,6 +106,9 @@ func (c *RWConfig) violation(s rwState, e RWEvent, t rwState) string {
 	for w := range c.Writers {
 		if t.place[w] >= 0 && t.holder != int8(w) && t.phases[w] > t.ahead[w] {
 			return fmt.Sprintf("WriterBound: W%d waits through %d reader phases with %d writers ahead", w, t.phases[w], t.ahead[w])
+		}
+		if t.place[w] >= 0 && t.holder != int8(w) && t.holds[w] > t.ahead[w] {
+			return fmt.Sprintf("WriterOrder: W%d waits through %d writer holds with %d writers ahead", w, t.holds[w], t.ahead[w])
 		}
 	}
 	return ""

@@ -55,6 +55,11 @@ func (c *RWConfig) write(s rwState, w int) rwState {
 			s.ghost[r].grants = min(s.ghost[r].grants+1, 3)
 		}
 	}
+	for v := range s.place {
+		if v != w && s.place[v] >= 0 {
+			s.holds[v] = min(s.holds[v]+1, 3)
+		}
+	}
 	s.holder = me
 	return s
 }
@@ -71,7 +76,7 @@ func enqueue(s rwState, w int) rwState {
 		}
 	}
 	s.place[w] = MaxWriters
-	s.phases[w], s.ahead[w] = 0, ahead
+	s.phases[w], s.holds[w], s.ahead[w] = 0, 0, ahead
 	return rank(s)
 }
 
@@ -80,7 +85,7 @@ func enqueue(s rwState, w int) rwState {
 // promised to the first queued writer (release.lua).
 func (c *RWConfig) writerUnlock(s rwState, w int) rwState {
 	s.holder = -1
-	s.place[w], s.phases[w], s.ahead[w] = -1, 0, 0
+	s.place[w], s.phases[w], s.holds[w], s.ahead[w] = -1, 0, 0, 0
 	for r := range s.due {
 		if s.due[r] != notWaiting && !s.reading[r] {
 			s.ghost[r].through = true
@@ -96,7 +101,7 @@ func (c *RWConfig) writerUnlock(s rwState, w int) rwState {
 		s.next = -1
 		return rank(s)
 	}
-	s.next = s.first()
+	s.next = c.first(&s)
 	return rank(s)
 }
 
@@ -112,7 +117,7 @@ func (c *RWConfig) readerUnlock(s rwState, r int) rwState {
 	if !s.queued() && s.next < 0 {
 		return s
 	}
-	s.next = s.first()
+	s.next = c.first(&s)
 	return s
 }
 

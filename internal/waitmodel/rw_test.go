@@ -37,6 +37,7 @@ func TestEachPartOfThePhaseFairRuleIsNeeded(t *testing.T) {
 		waitmodel.NoNextPhase:           "ReaderEntry", // a reader behind a queued writer goes first
 		waitmodel.WriterIgnoresAdmitted: "ReaderBound", // writers taking turns keep a reader out
 		waitmodel.UnlockPromisesWriter:  "ReaderBound",
+		waitmodel.PromiseLast:           "WriterOrder", // writers overtaken by later writers
 	} {
 		r, err := waitmodel.CheckRW(waitmodel.RWConfig{Writers: 2, Readers: 2, Rules: rules})
 		if err != nil {
