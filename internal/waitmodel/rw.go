@@ -49,9 +49,14 @@ func (r RWRules) String() string {
 }
 
 // RWConfig is one model: how many writers and readers, and the rule.
+// TryWriter and TryReader make the last writer a TryLock caller and the
+// last reader a TryRLock caller: they never queue, are never promised the
+// lock and never join the readers' wait (their waiter id is empty), and
+// take turns with the others; the bounds are the waiting callers'.
 type RWConfig struct {
-	Writers, Readers int
-	Rules            RWRules
+	Writers, Readers     int
+	Rules                RWRules
+	TryWriter, TryReader bool
 }
 
 // notWaiting is a reader's due when it is not in the readers' wait.
@@ -125,16 +130,22 @@ func (e RWEvent) String() string {
 // step returns the successors of s, one per event.
 func (c *RWConfig) step(s rwState, visit func(RWEvent, rwState)) {
 	for w := range c.Writers {
-		if s.holder == int8(w) {
+		switch {
+		case s.holder == int8(w):
 			visit(RWEvent{RWUnlock, w, false}, c.writerUnlock(s, w))
-		} else {
+		case c.tries(false, w):
+			visit(RWEvent{RWAttempt, w, false}, c.tryWrite(s, w))
+		default:
 			visit(RWEvent{RWAttempt, w, false}, c.write(s, w))
 		}
 	}
 	for r := range c.Readers {
-		if s.reading[r] {
+		switch {
+		case s.reading[r]:
 			visit(RWEvent{RWUnlock, r, true}, c.readerUnlock(s, r))
-		} else {
+		case c.tries(true, r):
+			visit(RWEvent{RWAttempt, r, true}, c.tryRead(s, r))
+		default:
 			visit(RWEvent{RWAttempt, r, true}, c.read(s, r))
 		}
 	}
@@ -189,4 +200,13 @@ func (c *RWConfig) first(s *rwState) int8 {
 		}
 	}
 	return best
+}
+
+// tries reports whether actor i (a reader, or a writer) is a TryLock or
+// TryRLock caller.
+func (c *RWConfig) tries(reader bool, i int) bool {
+	if reader {
+		return c.TryReader && i == c.Readers-1
+	}
+	return c.TryWriter && i == c.Writers-1
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // The RW model against the scripts it models: for every reachable state of
-// the phase-fair model with up to three writers and three readers, and every
+// the phase-fair model with up to three writers and three readers (the last
+// of each a TryLock or TryRLock caller, or not), and every
 // event there, the node is set to that state (the writer's key, NEXT, the
 // queue, the readers, RPHASE and the readers' wait, everyone live) and
 // runs the real script (rw_read.lua; rw_write_block.lua with acquire.lua;
@@ -35,7 +36,7 @@ func TestTheRWModelIsTheRWScripts(t *testing.T) {
 	rc := p.NewClient()
 	defer rc.Close()
 	runs := 0
-	cfgs := []RWConfig{{Writers: 2, Readers: 2}, {Writers: 3, Readers: 3}}
+	cfgs := []RWConfig{{Writers: 2, Readers: 2}, {Writers: 3, Readers: 3}, {Writers: 3, Readers: 3, TryWriter: true, TryReader: true}}
 	if RaceOn {
 		cfgs = cfgs[:1] // a tenth of the runs: make test runs them all without -race
 	}
@@ -198,6 +199,9 @@ func runRW(ctx context.Context, rc *redis.Client, c *RWConfig, s rwState, e RWEv
 	}
 	const hour = 3_600_000
 	value, waiter := rwValue(e.Reader, e.Actor), rwWaiter(e.Reader, e.Actor)
+	if c.tries(e.Reader, e.Actor) {
+		waiter = "" // TryLock, TryRLock
+	}
 	marker := rwBase + ":released:" + value
 	var call *nodescript.Call
 	switch {

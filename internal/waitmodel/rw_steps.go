@@ -18,6 +18,16 @@ func (c *RWConfig) read(s rwState, r int) rwState {
 	return s
 }
 
+// tryRead is rw_read.lua for a TryRLock caller: refused, it does not join
+// the readers' wait, and it is never admitted ahead of a queued writer.
+func (c *RWConfig) tryRead(s rwState, r int) rwState {
+	if s.holder >= 0 || s.next >= 0 || c.Rules != ReaderIgnoresQueue && s.queued() {
+		return s
+	}
+	s.reading[r] = true
+	return s
+}
+
 // waitRead is rw_phase.lua's waitRead: a refused reader joins the wait
 // (once; its need is kept if it is there), needing the hold in progress
 // to end if held, else the next hold.
@@ -44,6 +54,22 @@ func (c *RWConfig) write(s rwState, w int) rwState {
 	if s.holder >= 0 || s.next >= 0 && s.next != me {
 		return enqueue(s, w)
 	}
+	return c.grantWrite(s, w)
+}
+
+// tryWrite is the same for a TryLock caller: refused, it does not queue,
+// and no promise is ever its own.
+func (c *RWConfig) tryWrite(s rwState, w int) rwState {
+	admitted := c.Rules != WriterIgnoresAdmitted && s.anyWaiting() && s.admittedReaders()
+	if s.anyReading() || admitted || s.holder >= 0 || s.next >= 0 {
+		return s
+	}
+	return c.grantWrite(s, w)
+}
+
+// grantWrite grants writer w the lock.
+func (c *RWConfig) grantWrite(s rwState, w int) rwState {
+	me := int8(w)
 	// Granted. The hold counts as the next phase for the waiting readers
 	// (nextPhase); NEXT stays until this writer's Unlock.
 	for r := range s.due {

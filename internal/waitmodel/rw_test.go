@@ -15,16 +15,20 @@ import (
 // ever: a reader waits for one writer phase at most, no reader gets in
 // ahead of a queued writer without having waited through a writer's
 // Unlock, and a queued writer waits for the reader phase in progress and
-// one per writer ahead of it.
+// one per writer ahead of it; and so beside TryLock and TryRLock callers,
+// which never wait.
 func TestThePhaseFairRuleKeepsItsBounds(t *testing.T) {
 	for _, wr := range [][2]int{{1, 1}, {1, 3}, {2, 2}, {3, 2}, {2, 3}, {3, 3}} {
-		r, err := waitmodel.CheckRW(waitmodel.RWConfig{Writers: wr[0], Readers: wr[1]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%d writers, %d readers: %d states", wr[0], wr[1], r.States)
-		if r.Violation != nil {
-			t.Errorf("%d writers, %d readers:\n%s", wr[0], wr[1], strings.Join(r.Violation, "\n"))
+		for _, try := range []bool{false, true} {
+			cfg := waitmodel.RWConfig{Writers: wr[0], Readers: wr[1], TryWriter: try, TryReader: try}
+			r, err := waitmodel.CheckRW(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d writers, %d readers, the last of each a Try caller %v: %d states", wr[0], wr[1], try, r.States)
+			if r.Violation != nil {
+				t.Errorf("%+v:\n%s", cfg, strings.Join(r.Violation, "\n"))
+			}
 		}
 	}
 }
