@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -58,14 +59,24 @@ func TestTheTestIndexListsEveryTestFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed := map[string]bool{}
-	for _, m := range regexp.MustCompile("(?m)^\\| `(\\w+_test\\.go)` \\|").FindAllStringSubmatch(string(b), -1) {
-		listed[m[1]] = true
+	listed := map[string]int{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(\\w+_test\\.go)` \\| (\\d+) \\|").FindAllStringSubmatch(string(b), -1) {
+		listed[m[1]], _ = strconv.Atoi(m[2])
 	}
+	funcs := regexp.MustCompile(`(?m)^func (Test|Example)\w*\(`)
 	files, _ := filepath.Glob("*_test.go")
 	for _, f := range files {
-		if !listed[f] {
+		n, ok := listed[f]
+		if !ok {
 			t.Errorf("docs/tests.md does not list %s", f)
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(funcs.FindAll(src, -1)); got != n {
+			t.Errorf("docs/tests.md says %s has %d tests or examples; it has %d", f, n, got)
 		}
 		delete(listed, f)
 	}
