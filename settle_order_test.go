@@ -520,45 +520,8 @@ func TestARetryThatGotThroughBeforeTheCallIsNoOwnValue(t *testing.T) {
 // Fixed: a read-write lock's releases are kept under lease.RWSettleName.
 // Origin: the adversarial review of the own-refusal fix (stop 47); it failed before that fix too.
 func TestAReadWriteLocksReleaseRetryIsNotTheMutexsOwnValue(t *testing.T) {
-	cl := startCluster(t, 3)
-	const nodeTimeout = 300 * time.Millisecond
-	opts := []redlock.Option{redlock.WithNodeTimeout(nodeTimeout)}
-	ctx := context.Background()
 	const name = "rw-retry-shared"
-	var failRelease [3]atomic.Bool
-	hooks := make([]*faultHook, 3)
-	for i := range hooks {
-		hooks[i] = &faultHook{before: func(s string) error {
-			if s == "rw-release" && failRelease[i].CompareAndSwap(true, false) {
-				return errLinkCut
-			}
-			return nil
-		}}
-	}
-	a := cl.actor(t, hooks, append(opts, redlock.WithoutBatching())...)
-	b := cl.actor(t, []*faultHook{nil, nil, nil}, opts...)
-	rw, err := a.RWMutex(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := rw.TryLock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	failRelease[1].Store(true)
-	failRelease[2].Store(true)
-	t.Logf("A's RW Unlock, failing on nodes 1 and 2: %v", w.Unlock(ctx))
-	lb, err := b.TryLock(ctx, name) // the mutex: another key than the RW lock's
-	if err != nil {
-		t.Fatalf("B's TryLock of the mutex %q: %v", name, err)
-	}
-	defer lb.Unlock(ctx)
-	l, err := a.TryLock(ctx, name)
-	if err == nil {
-		l.Unlock(ctx)
-		t.Fatal("A's TryLock won while B holds the mutex")
-	}
-	t.Logf("A's TryLock of the mutex held by B: %v", err)
+	err := rwReleaseRetriedThenMutex(t, name, name)
 	if !errors.Is(err, redlock.ErrLocked) {
 		t.Fatalf("A's TryLock of the mutex %q, held by B on all 3 nodes: %v, want ErrLocked", name, err)
 	}
@@ -568,11 +531,21 @@ func TestAReadWriteLocksReleaseRetryIsNotTheMutexsOwnValue(t *testing.T) {
 // with the RW lock under another name says ErrLocked.
 // Origin: the adversarial review of the own-refusal fix (stop 47).
 func TestAReadWriteLocksReleaseRetryControl(t *testing.T) {
+	err := rwReleaseRetriedThenMutex(t, "rw-retry-control-other", "rw-retry-control")
+	if !errors.Is(err, redlock.ErrLocked) {
+		t.Fatalf("control: %v, want ErrLocked", err)
+	}
+}
+
+// rwReleaseRetriedThenMutex: client A holds the read-write lock rwName and
+// its Unlock fails on nodes 1 and 2 (a link error: retried a node timeout
+// later); client B takes the mutex mutexName on every node; it returns A's
+// TryLock of that mutex.
+func rwReleaseRetriedThenMutex(t *testing.T, rwName, mutexName string) error {
+	t.Helper()
 	cl := startCluster(t, 3)
-	const nodeTimeout = 300 * time.Millisecond
-	opts := []redlock.Option{redlock.WithNodeTimeout(nodeTimeout)}
+	opts := []redlock.Option{redlock.WithNodeTimeout(300 * time.Millisecond)}
 	ctx := context.Background()
-	const name = "rw-retry-control"
 	var failRelease [3]atomic.Bool
 	hooks := make([]*faultHook, 3)
 	for i := range hooks {
@@ -585,7 +558,7 @@ func TestAReadWriteLocksReleaseRetryControl(t *testing.T) {
 	}
 	a := cl.actor(t, hooks, append(opts, redlock.WithoutBatching())...)
 	b := cl.actor(t, []*faultHook{nil, nil, nil}, opts...)
-	rw, err := a.RWMutex(name + "-other")
+	rw, err := a.RWMutex(rwName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,14 +569,16 @@ func TestAReadWriteLocksReleaseRetryControl(t *testing.T) {
 	failRelease[1].Store(true)
 	failRelease[2].Store(true)
 	t.Logf("A's RW Unlock, failing on nodes 1 and 2: %v", w.Unlock(ctx))
-	lb, err := b.TryLock(ctx, name)
+	lb, err := b.TryLock(ctx, mutexName) // the mutex: another key than the RW lock's
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("B's TryLock of the mutex %q: %v", mutexName, err)
 	}
-	defer lb.Unlock(ctx)
-	_, err = a.TryLock(ctx, name)
-	t.Logf("A's TryLock: %v", err)
-	if !errors.Is(err, redlock.ErrLocked) {
-		t.Fatalf("control: %v, want ErrLocked", err)
+	t.Cleanup(func() { lb.Unlock(ctx) })
+	l, err := a.TryLock(ctx, mutexName)
+	if err == nil {
+		l.Unlock(ctx)
+		t.Fatal("A's TryLock won while B holds the mutex")
 	}
+	t.Logf("A's TryLock of the mutex held by B: %v", err)
+	return err
 }
