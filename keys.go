@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"time"
+
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/waiting"
@@ -36,5 +38,43 @@ func yieldKeys(key string) []string { return []string{key, lease.NextKey(key)} }
 func lockLine(key string) waiting.Line {
 	return waiting.Line{Key: key, Yield: yieldKeys(key), Leave: func(waiter string) *nodescript.Call {
 		return nodescript.NewCall(nodescript.Leave, nodescript.BoxKeys(leaveKeys(key)...), waiter)
+	}}
+}
+
+// The lock's queue as the lease scripts see it: how long a waiter or a
+// promise lasts (config-derived script arguments). Leaving the queue,
+// giving a promise back and the waiters' notifications are
+// internal/fairqueue's; an attempt lost to promises is the lease engine's
+// (lease.Failure.LostToPromises).
+
+// staleWaiter is how long after its last attempt a waiter still counts as
+// waiting: the longest a live waiter sleeps, plus an attempt's round trip
+// with slack. Each waiter's own client sets it (clients sharing a lock may
+// retry at different paces), as the end of its liveness in SEEN.
+func (c *Client) staleWaiter() int64 {
+	return (c.cfg.retryDelayMax + 2*c.cfg.nodeTimeout).Milliseconds() + 1
+}
+
+// promiseFor is how long a released lock is kept for the first waiter:
+// enough for the notification to reach it and its attempt to reach the
+// nodes. If it died meanwhile, the lock is free again after this.
+func (c *Client) promiseFor() int64 { return c.promiseLife().Milliseconds() + 1 }
+
+func (c *Client) promiseLife() time.Duration { return 2 * c.cfg.nodeTimeout }
+
+// line is the semaphore's line for requests of n permits. A waiter that
+// gives up leaves it and wakes those behind it that the free slots can
+// now serve: they may have been held back only by it.
+func (s *Semaphore) line(n int) waiting.Line {
+	c := s.c
+	key := lease.LineKey(c.cfg.keyPrefix, s.name)
+	keys := []any{lease.QueueKey(key), lease.SeenKey(key)}
+	k := s.Permits()
+	for i := range k {
+		k, _, _ := lease.LockKeys(c.cfg.keyPrefix, lease.SlotName(s.name, i))
+		keys = append(keys, k)
+	}
+	return waiting.Line{Key: key, Suffix: lease.LineWaiter("", n), Yield: yieldKeys(key), Leave: func(waiter string) *nodescript.Call {
+		return nodescript.NewCall(nodescript.SemLeave, keys, waiter, k, key, c.promiseFor())
 	}}
 }

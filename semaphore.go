@@ -6,7 +6,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"errors"
+	"math/rand/v2"
+
 	"github.com/quorumlock/redlock/internal/lease"
+	"github.com/quorumlock/redlock/internal/slots"
 	"github.com/quorumlock/redlock/internal/waiting"
 )
 
@@ -167,4 +171,133 @@ func (s *Semaphore) request(n int, opts []LockOption) (term, error) {
 	}
 	// A permit has no reentry: each acquisition takes permits of its own.
 	return ls, noReentry(ls, "a semaphore's acquisition")
+}
+
+// Taking permits: which slots an attempt tries (internal/slots chooses them).
+
+// take is one attempt at n permits for waiter ("" for TryAcquireN), which
+// has waited waited so far. A first attempt at one permit tries a random
+// slot, and asks which slots are free only if that one is held: the
+// uncontended case costs one round, as a mutex's. Later attempts of a
+// waiter, and requests for several permits, ask first: a woken waiter
+// whose random slot were still held would lose its turn.
+//
+// An attempt that a node refused for a later size than this Semaphore's
+// (a SetPermits it had not heard of) is made once more under that size,
+// which the Semaphore adopts.
+func (s *Semaphore) take(ctx context.Context, n int, ls term, waiter string, waited time.Duration) (*Permit, error) {
+	p, err := s.takeUnder(ctx, *s.size.Load(), n, ls, waiter, waited)
+	var nodes []NodeResult
+	if p != nil {
+		nodes = p.l.Results()
+	}
+	if s.learn(err, nodes) && err != nil && errors.Is(err, ErrPermits) {
+		if z := *s.size.Load(); n <= z.k {
+			return s.takeUnder(ctx, z, n, ls, waiter, waited)
+		}
+	}
+	return p, err
+}
+
+// takeUnder is one attempt at n permits of a semaphore of size z.
+func (s *Semaphore) takeUnder(ctx context.Context, z semSize, n int, ls term, waiter string, waited time.Duration) (*Permit, error) {
+	if n == 1 && waited == 0 {
+		first := rand.N(z.k)
+		p, err := s.trySlots(ctx, z, []int{first}, ls, waiter, waited)
+		if !retryable(err) {
+			return p, s.full(err)
+		}
+		free, cerr := s.freeSlots(ctx, z.k, first)
+		if cerr != nil {
+			return nil, cerr
+		}
+		for _, i := range free {
+			p, err2 := s.trySlots(ctx, z, []int{i}, ls, waiter, waited)
+			if !retryable(err2) {
+				return p, s.full(err2)
+			}
+		}
+		return nil, s.full(err)
+	}
+	free, err := s.freeSlots(ctx, z.k, -1)
+	if err != nil {
+		// Too few nodes answered the census to grant anything: the
+		// attempt is lost to the outage, and WithMaxOutage counts it as
+		// one, not as two rounds of waiting (it gave up after 10 s, not
+		// Lock's 5 s, with a bound of 2 s and 3 of 5 nodes stopped).
+		return nil, err
+	}
+	chosen := slots.Choose(free, n, z.k)
+	p, err := s.trySlots(ctx, z, chosen, ls, waiter, waited)
+	return p, s.full(err)
+}
+
+// full names the semaphore, not the slots tried, in an attempt's error
+// lost to contention: the slots were held, or waited for in the line.
+func (s *Semaphore) full(err error) error {
+	var qe *QuorumError
+	if errors.As(err, &qe) && contended(qe) {
+		qe.Name = s.name
+	}
+	return err
+}
+
+// retryable reports an attempt at one slot lost to its holder, which
+// another slot may not be: not to the line (waiters ahead have the free
+// slots on some node, which would refuse every slot alike) nor to the
+// nodes.
+func retryable(err error) bool {
+	var qe *QuorumError
+	return err != nil && errors.As(err, &qe) && qe.Cause == nil && contended(qe) && !qe.lostToPromises && qe.promised == 0
+}
+
+// trySlots is one attempt on slots, sorted.
+func (s *Semaphore) trySlots(ctx context.Context, z semSize, slots []int, ls term, waiter string, waited time.Duration) (*Permit, error) {
+	c := s.c
+	p := &Permit{c: c, slots: slots}
+	var names []string
+	if len(slots) > 1 {
+		names = lease.SlotNames(s.name, slots)
+	}
+	name := lease.PermitName(s.name, slots)
+	start, commit, begun, err := c.leases.Attempt(ctx, &p.l, lease.Request{Name: name, Waiter: waiter, Waited: waited,
+		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.Permit(s.name, slots, z.k, z.version), Names: names})
+	err = publicError(err)
+	if begun && c.cfg.observer != nil {
+		if err != nil {
+			c.observe(ctx, "lock", name, start, p.l.Results(), commit, 0, time.Time{}, err)
+		} else {
+			c.observe(ctx, "lock", name, start, p.l.Results(), commit, p.Token(), p.Until(), nil)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// freeSlots returns the slots other than tried (-1: none) that a majority
+// may still grant, from a census of the nodes (internal/slots). It returns
+// none if too few nodes granted the read, and a *QuorumError if too few
+// answered at all (Kind ErrUnavailable) or ctx ended (Cause ctx's error).
+func (s *Semaphore) freeSlots(ctx context.Context, k, tried int) ([]int, error) {
+	c := s.c
+	held, t, err := slots.Census(ctx, c.rounds, c.cfg.keyPrefix, s.name, k)
+	switch {
+	case t == nil:
+		return nil, err // closed
+	case err != nil:
+		qe := &QuorumError{Op: "lock", Name: s.name, Cause: err, Nodes: t.Snapshot()}
+		if lease.FailedBefore(t, err, c.cfg.nodeTimeout) {
+			qe.Kind = ErrUnavailable // silent for longer than a node timeout: not just ctx
+		}
+		return nil, qe
+	case t.Answered < t.Majority:
+		// Silent, not refusing (a node that answers with an error, a
+		// WRONGTYPE key say, leaves the attempt to say so).
+		return nil, &QuorumError{Op: "lock", Name: s.name, Kind: ErrUnavailable, Nodes: t.Snapshot()}
+	case !t.Won():
+		return nil, nil
+	}
+	return slots.Free(held, len(c.nodes), tried), nil
 }

@@ -124,7 +124,7 @@ func TestLineReleasedHolderStaysInLine(t *testing.T) {
 	resume()
 }
 
-// Found by review, fixed (cost). retryable (semaphore_take.go) is meant to stop a one-permit
+// Found by review, fixed (cost). retryable (semaphore.go) is meant to stop a one-permit
 // attempt lost to the line ("not to the line (a waiter ahead has the free
 // slots on some node)"), but it checks only lostToPromises, which is never
 // set for a TryAcquire (no waiter) nor when no node granted: a refusal by
