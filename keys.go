@@ -3,6 +3,10 @@ package redlock
 import (
 	"time"
 
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/waiting"
@@ -77,4 +81,50 @@ func (s *Semaphore) line(n int) waiting.Line {
 	return waiting.Line{Key: key, Suffix: lease.LineWaiter("", n), Yield: yieldKeys(key), Leave: func(waiter string) *nodescript.Call {
 		return nodescript.NewCall(nodescript.SemLeave, keys, waiter, k, key, c.promiseFor())
 	}}
+}
+
+// validateName refuses, before anything is sent, a lock name that cannot
+// make a key. The key is "<prefix>:{<name>}": its hash tag is the name up to
+// its first '}', so braces inside a name keep every key of the lock in one
+// hash slot and cannot make two names share a key (the prefix holds no
+// braces, so the key's first '{' ends the prefix). Only a leading '}' leaves
+// the tag empty.
+func validateName(name string) error {
+	switch {
+	case name == "":
+		return ErrEmptyName
+	case len(name) > MaxNameLength:
+		return fmt.Errorf("%w: %d bytes, at most %d; it begins %q", ErrNameTooLong, len(name), MaxNameLength, head(name, 32))
+	case name[0] == '}':
+		return fmt.Errorf("%w: %q", ErrBadName, head(name, 64))
+	}
+	return nil
+}
+
+// head is s cut to at most n bytes, on a rune boundary, for error messages
+// that must not carry a whole, possibly huge, input.
+func head(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// validateKeyPrefix refuses a prefix that would let two clients' keys
+// alias: with "app" and "app:{x}" as prefixes, the names "x}:{y" and "y"
+// would share the key "app:{x}:{y}" while minting tokens from two node-id
+// namespaces ("app:node-id", "app:{x}:node-id"). An empty prefix is refused
+// too: it is nearly always an unset setting, and it would silently put the
+// client in another namespace than its peers, where they do not exclude it.
+func validateKeyPrefix(prefix string) error {
+	switch {
+	case prefix == "":
+		return fmt.Errorf("%w: got an empty prefix", ErrBadKeyPrefix)
+	case strings.ContainsAny(prefix, "{}"):
+		return fmt.Errorf("%w: got %q", ErrBadKeyPrefix, head(prefix, 64))
+	}
+	return nil
 }

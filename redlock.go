@@ -3,6 +3,7 @@ package redlock
 import (
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -227,4 +228,18 @@ func (c *Client) oneSlot(names ...string) error {
 		}
 	}
 	return nil
+}
+
+// isNil reports a nil node, including a nil pointer in a non-nil interface
+// (var c *redis.Client; nodes = append(nodes, c)), which a plain == nil
+// misses and which would panic in a node goroutine on the first call.
+func isNil(n any) bool {
+	if n == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(n); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
