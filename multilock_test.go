@@ -70,6 +70,14 @@ func TestMultiLockTakesAllOrNoneOnEachNode(t *testing.T) {
 			if (got != "") != tc.wantHeldA {
 				t.Errorf("a as each node held it right after the acquisition: %q (want it held: %v)", heldA, tc.wantHeldA)
 			}
+			// With the rule removed, a node that refused the set still holds
+			// "a": the broken script breaks the premise on which a refusing
+			// node is not rolled back (internal/lease/verdict.go), and "a"
+			// stays until its TTL, as the replay shows. The real scripts
+			// leave nothing behind.
+			if tc.ruleGone {
+				return
+			}
 			if got := cl.holdersOnceReleased(t, "a"); strings.Join(got, "") != "" {
 				t.Errorf("a is left held: %q", got)
 			}
