@@ -23,7 +23,7 @@ FIPS_SKIP   := ^(TestTokensAreUniqueAndFollowRealTime|$(CLIENT_SIDE))
 # The oldest Go the module declares (go.mod's go line): test-oldest-go builds with it.
 GO_MIN      := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps deps-valkey test test-root test-rest soak compat-root compat-rest test-valkey test-fips test-compat test-oldest-go ci demo chaos lint bench bench-quick model-deep clean
+.PHONY: all deps deps-valkey test test-root test-chaos test-rest soak compat-root compat-rest test-valkey test-fips test-compat test-oldest-go ci demo chaos lint bench bench-quick model-deep clean
 
 all: lint test
 
@@ -42,17 +42,22 @@ deps:
 	@redis-server --version
 
 ## test: the whole suite against real redis-server processes (and Docker containers where an
-## engine runs), race detector on, in two lanes, one per core: the root package (about 10 minutes
-## alone), and the other packages one at a time, then the protocol model's exhaustive searches
-## without -race (which would slow them tenfold). Each lane prints its output when it ends.
+## engine runs), race detector on, in three lanes: the root package (its tests that wait on real
+## leases with nodes of their own run four at a time); the chaos harness and the commands; the
+## other packages one at a time, then the protocol models' exhaustive searches without -race (which
+## would slow them tenfold). Most of the suite waits on real leases, not on the CPU, so three
+## lanes fit two cores. Each lane prints its output when it ends.
 test: deps
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-root test-rest
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-root test-chaos test-rest
 
 test-root:
-	$(GO) test -race -count=1 -p 1 -timeout 20m . ./cmd/redlock
+	$(GO) test -race -count=1 -parallel 4 -timeout 20m .
+
+test-chaos:
+	$(GO) test -race -count=1 -p 1 -timeout 20m ./chaos ./cmd/...
 
 test-rest:
-	$(GO) test -race -count=1 -p 1 -timeout 20m $$($(GO) list ./... | grep -vx 'github.com/quorumlock/redlock\|github.com/quorumlock/redlock/cmd/redlock')
+	$(GO) test -race -count=1 -p 1 -timeout 20m $$($(GO) list ./... | grep -vx 'github.com/quorumlock/redlock\|github.com/quorumlock/redlock/chaos\|github.com/quorumlock/redlock/cmd/.*')
 	cd redlockotel && $(GO) test -race -count=1 -timeout 5m ./...
 	$(GO) test -count=1 -timeout 10m ./internal/protomodel ./internal/waitmodel ./internal/familymodel
 

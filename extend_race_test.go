@@ -134,6 +134,7 @@ func TestExtendRacingUnlockReportsReleased(t *testing.T) {
 // waits 20s, and the 3s keys expire under fn.
 // Origin: an adversarial review of the API's edges.
 func TestConcurrentExtendsLeaveUntilPastTheKeys(t *testing.T) {
+	t.Parallel() // its own nodes, waiting on real leases (docs/tests.md)
 	cl := startCluster(t, 3)
 	h := &holdTTL{ttl: "60000", arrived: make(chan struct{}, 8), open: make(chan struct{})}
 	c := cl.hookedOn(t, map[int]redis.Hook{0: h, 1: h, 2: h},

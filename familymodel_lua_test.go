@@ -33,6 +33,7 @@ import (
 // promises and reader phases, the longest-TTL key, the lost stamp, the
 // TTLs of H, HR, E and the size.
 func TestFamilyModelMatchesLua(t *testing.T) {
+	t.Parallel() // its own node; it compares states, never timings (docs/tests.md)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p, err := node.StartProcess(ctx, node.Config{Name: "familymodel"})

@@ -56,6 +56,7 @@ import (
 // and nothing written.
 
 func TestProtomodelMatchesLua(t *testing.T) {
+	t.Parallel() // its own node; it compares states, never timings (docs/tests.md)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p, err := node.StartProcess(ctx, node.Config{Name: "protomodel"})
