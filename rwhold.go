@@ -2,17 +2,11 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/lease"
-	"github.com/quorumlock/redlock/internal/round"
-	"github.com/redis/go-redis/v9"
 )
 
 // A hold of a read-write lock (rwlock.go): a reader's entry or the
@@ -120,29 +114,7 @@ func (l *RWLock) Downgrade(ctx context.Context) error {
 		return &QuorumError{Op: "downgrade", Name: l.Name(), Kind: ErrExpired}
 	}
 	l.reading.Store(true) // see above: any node the call reaches may let readers in
-	call := lease.Downgrade(&l.l)
-	op := func(ctx context.Context, _ int, node redis.UniversalClient) (round.Outcome, int64, error) {
-		o, v, err := lease.Answer(ctx, call, node)
-		if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
-			return round.NodeFailed, 0, kind.WrongType(err)
-		}
-		return o, v, err
-	}
-	t, err := l.c.rounds.Run(ctx, round.Spec{Name: "downgrade", Op: op}, (*round.Tally).WonOrRefused, nil)
-	if t == nil {
-		return err
-	}
-	if t.Won() {
-		return nil
-	}
-	k := ErrUnavailable
-	switch {
-	case t.RefusedByMajority():
-		k = ErrExpired
-	case slices.ContainsFunc(t.Results, func(r NodeResult) bool { return errors.Is(r.Err, ErrWrongType) }):
-		k = ErrWrongType
-	}
-	return &QuorumError{Op: "downgrade", Name: l.Name(), Kind: k, Cause: err, Nodes: t.Snapshot()}
+	return publicError(l.c.leases.Downgrade(ctx, &l.l))
 }
 
 // Upgrade is refused: a read hold cannot become a write hold in place

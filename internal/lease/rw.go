@@ -1,6 +1,16 @@
 package lease
 
-import "github.com/quorumlock/redlock/internal/nodescript"
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/quorumlock/redlock/internal/kind"
+	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
+	"github.com/redis/go-redis/v9"
+)
 
 // The read-write lock: per name, the writer's key RWKey (a lock key with
 // the mutex's marker, queue and token H), the readers' sorted set beside
@@ -113,10 +123,37 @@ func (s *rw) Extend(l *Lease, ttlArg any) *nodescript.Call {
 	return nodescript.NewCall(nodescript.RWExtend, []any{s.keyArgs[0], s.readers}, s.value, ttlArg, 0)
 }
 
-// Downgrade is the call that turns write lease l into a read lease on
-// each node (lua/rw_downgrade.lua).
-func Downgrade(l *Lease) *nodescript.Call {
+// Downgrade turns write lease l into a read lease on each node
+// (lua/rw_downgrade.lua), in one round decided once a majority turned it or
+// refused it. It returns nil if a majority turned it; a *Failure of Kind
+// ErrExpired if a majority no longer held it, ErrWrongType if a node
+// holds one of its keys as another type, ErrUnavailable otherwise (Cause:
+// ctx's error if it cut the round short); or the engine's error on a
+// closed client.
+func (e *Engine) Downgrade(ctx context.Context, l *Lease) error {
 	s := l.shape.(*rw)
 	k := s.keyArgs
-	return nodescript.NewCall(nodescript.RWDowngrade, []any{k[0], s.readers, k[2], k[3], k[4], s.phase, s.wait, s.seen}, s.value, l.waiter)
+	call := nodescript.NewCall(nodescript.RWDowngrade, []any{k[0], s.readers, k[2], k[3], k[4], s.phase, s.wait, s.seen}, s.value, l.waiter)
+	op := func(ctx context.Context, _ int, node redis.UniversalClient) (round.Outcome, int64, error) {
+		o, v, err := Answer(ctx, call, node)
+		if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return round.NodeFailed, 0, kind.WrongType(err)
+		}
+		return o, v, err
+	}
+	t, err := e.Rounds.Run(ctx, round.Spec{Name: "downgrade", Op: op}, (*round.Tally).WonOrRefused, nil)
+	if t == nil {
+		return err
+	}
+	if t.Won() {
+		return nil
+	}
+	why := kind.ErrUnavailable
+	switch {
+	case t.RefusedByMajority():
+		why = kind.ErrExpired
+	case slices.ContainsFunc(t.Results, func(r round.NodeResult) bool { return errors.Is(r.Err, kind.ErrWrongType) }):
+		why = kind.ErrWrongType
+	}
+	return &Failure{Op: "downgrade", Name: l.Name(), Kind: why, Cause: err, Nodes: t.Snapshot()}
 }
