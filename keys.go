@@ -1,10 +1,9 @@
 package redlock
 
 import (
-	"time"
-
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/quorumlock/redlock/internal/lease"

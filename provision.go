@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-
 	"fmt"
 
 	"github.com/quorumlock/redlock/internal/identity"

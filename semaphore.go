@@ -2,12 +2,11 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
-
-	"errors"
-	"math/rand/v2"
 
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/slots"
@@ -251,17 +250,17 @@ func retryable(err error) bool {
 	return err != nil && errors.As(err, &qe) && qe.Cause == nil && contended(qe) && !qe.lostToPromises && qe.promised == 0
 }
 
-// trySlots is one attempt on slots, sorted.
-func (s *Semaphore) trySlots(ctx context.Context, z semSize, slots []int, ls term, waiter string, waited time.Duration) (*Permit, error) {
+// trySlots is one attempt on the slots chosen, sorted.
+func (s *Semaphore) trySlots(ctx context.Context, z semSize, chosen []int, ls term, waiter string, waited time.Duration) (*Permit, error) {
 	c := s.c
-	p := &Permit{c: c, slots: slots}
+	p := &Permit{c: c, slots: chosen}
 	var names []string
-	if len(slots) > 1 {
-		names = lease.SlotNames(s.name, slots)
+	if len(chosen) > 1 {
+		names = lease.SlotNames(s.name, chosen)
 	}
-	name := lease.PermitName(s.name, slots)
+	name := lease.PermitName(s.name, chosen)
 	start, commit, begun, err := c.leases.Attempt(ctx, &p.l, lease.Request{Name: name, Waiter: waiter, Waited: waited,
-		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.Permit(s.name, slots, z.k, z.version), Names: names})
+		Term: lease.Term{TTL: ls.ttl, Arg: ls.arg}, Prefix: c.cfg.keyPrefix, Shape: lease.Permit(s.name, chosen, z.k, z.version), Names: names})
 	err = publicError(err)
 	if begun && c.cfg.observer != nil {
 		if err != nil {
