@@ -10,7 +10,8 @@ import (
 // is closed again before its node binds it, so without this two nodes
 // started at once can draw the same one (the kernel may reuse it), and
 // Docker then refuses the second container with "port is already
-// allocated". A node keeps its port across restarts, so none is reused.
+// allocated". A node keeps its port across restarts, so none is reused;
+// other test processes skip it too (claimAcrossProcesses).
 var handedOut = struct {
 	sync.Mutex
 	ports map[int]bool
@@ -26,7 +27,7 @@ func freePort() (int, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		if !handedOut.ports[port] {
+		if !handedOut.ports[port] && claimAcrossProcesses(port) {
 			handedOut.ports[port] = true
 			return port, nil
 		}
