@@ -294,7 +294,8 @@ func (h lateFail) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 
 // Five nodes, the lock held on three of them (1, 3 and 4). For the caller,
 // node 2 is down (at once) and node 3 down (after 10 ms), node 4 healthy but
-// 15 ms away, node 0 free. Node 0's grant and node 1's refusal, with node
+// far (15 ms in the review; 60 ms here, with a 200 ms node timeout), node 0
+// free. Node 0's grant and node 1's refusal, with node
 // 2's error, made GiveUpOnContention stop waiting a grace (5 ms) later,
 // before the loss: the explanation wait set later could not move that
 // end, node 4's refusal was never heard, and TryLock said ErrUnavailable
@@ -304,12 +305,16 @@ func TestALockHeldBesideTwoDownNodesAndAFarNodeIsContention(t *testing.T) {
 	cl := startCluster(t, 5)
 	bg := context.Background()
 	var down atomic.Bool
+	// The far node is 60 ms away and the node timeout 200 ms: the grace is
+	// 20 ms, as far below the far node's refusal as the default's 5 ms is
+	// below 15 ms, with room for a machine busy enough to delay a reply by
+	// 35 ms (beside a CPU-bound process, the default 50 ms timed node 4 out).
 	c := cl.hookedOn(t, map[int]redis.Hook{2: wireCut{&down}, 3: lateFail{10 * time.Millisecond, &down},
-		4: farWire{15 * time.Millisecond}}, redlock.WithMaxOutage(300*time.Millisecond))
+		4: farWire{60 * time.Millisecond}}, redlock.WithMaxOutage(300*time.Millisecond), redlock.WithNodeTimeout(200*time.Millisecond))
 	warmUp(t, c, "held-five-warm")
 	cl.holdAsStranger(t, "held-five", 1, 3, 4)
 	down.Store(true)
-	time.Sleep(100 * time.Millisecond) // the warm-up's calls are through on the far node
+	time.Sleep(150 * time.Millisecond) // the warm-up's calls are through on the far node
 	for i := 0; i < 10; i++ {
 		start := time.Now()
 		_, err := c.TryLock(bg, "held-five")
@@ -317,7 +322,7 @@ func TestALockHeldBesideTwoDownNodesAndAFarNodeIsContention(t *testing.T) {
 			t.Fatalf("TryLock %d of a lock held on 3 of 5 nodes, 2 down for this caller, 1 far: want ErrLocked, got %v after %v",
 				i+1, err, time.Since(start))
 		}
-		time.Sleep(30 * time.Millisecond) // the far node's rollback is through
+		time.Sleep(90 * time.Millisecond) // the far node's rollback is through
 	}
 }
 

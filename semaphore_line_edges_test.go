@@ -108,8 +108,18 @@ func TestLineReleasedHolderStaysInLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(700 * time.Millisecond) // the stranger's key is gone: nothing is held anywhere
-	if m := cl.lineMembers(t, 2, name); len(m) != 0 {
-		t.Errorf("node 2's line after the only holder released and nobody waits: %v, want empty", m)
+	// Release returns at the majority: on a loaded machine its call to node
+	// 2 can still be on its way (seen beside a CPU-bound process). The ghost
+	// this replays stays for its waiter's liveness, over 10 s here.
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		m := cl.lineMembers(t, 2, name)
+		if len(m) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("node 2's line 3.7 s after the only holder released and nobody waits: %v, want empty", m)
+			break
+		}
 	}
 	resume := cl.pause(t, 0)
 	defer resume()
