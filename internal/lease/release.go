@@ -57,10 +57,7 @@ func (l *Lease) release(ctx context.Context) ([]round.NodeResult, error) {
 		e.settling.callEnded(inFlight, r.Node, l.names...)
 		if retry {
 			i := r.Node
-			e.Rounds.GoHeld(func() {
-				defer e.settling.retryEnd(i, l.names...)
-				e.retryRelease(e.Nodes[i], l, definite(l.acqOutcome[i]), nil)
-			})
+			e.Rounds.GoHeld(func() { e.retryRelease(i, l, definite(l.acqOutcome[i]), nil) })
 		}
 	}
 	// Decided at the majority: see settle.go for what the rest still do.
@@ -105,8 +102,7 @@ func (e *Engine) releaseNode(i int, l *Lease, sure bool, tried chan struct{}, en
 	outcome, _, err := Answer(ctx, e.ReleaseCall(l, sure, false), node)
 	cancel()
 	if outcome == round.NodeFailed && !round.IsServerReply(err) {
-		e.settling.retryStart(len(e.Nodes), i, l.names...)
-		defer e.settling.retryEnd(i, l.names...)
+		e.settling.retryStart(len(e.Nodes), i, l.names...) // retryRelease ends it
 	}
 	close(tried)
 	if outcome != round.NodeFailed || round.IsServerReply(err) {
@@ -122,7 +118,7 @@ func (e *Engine) releaseNode(i int, l *Lease, sure bool, tried chan struct{}, en
 		ended()
 		ended = nil
 	}
-	e.retryRelease(node, l, sure, ended)
+	e.retryRelease(i, l, sure, ended)
 }
 
 // ReleaseCall is the release call for l, which Release and the rollbacks
@@ -162,15 +158,30 @@ func (l *Lease) unlockCall(sure bool) *nodescript.Call {
 	return u.call
 }
 
-// retryRelease keeps trying to release l on a node that could not be
+// retryRelease keeps trying to release l on node i, which could not be
 // reached, with growing pauses, for at most one TTL of the lock or until
 // Close. ended, if not nil, is run once, as its first try ends (or as it
 // gives up before one).
-func (e *Engine) retryRelease(node redis.UniversalClient, l *Lease, sure bool, ended func()) {
+//
+// It ends the retry that its caller registered (settling.retryStart) as it
+// stops; when a try gets through, before ended lets the next attempt's call
+// go to the node: the node has applied the release, and that call's
+// refusal is no longer this client's own old value (a compat CI run saw
+// ErrUnavailable where B held the lock, the call sent between the two).
+func (e *Engine) retryRelease(i int, l *Lease, sure bool, ended func()) {
+	node := e.Nodes[i]
+	registered := true
+	endRetry := func() {
+		if registered {
+			registered = false
+			e.settling.retryEnd(i, l.names...)
+		}
+	}
 	defer func() {
 		if ended != nil {
 			ended()
 		}
+		endRetry()
 	}()
 	ttl := l.TTL()
 	deadline := time.Now().Add(ttl)
@@ -191,11 +202,15 @@ func (e *Engine) retryRelease(node redis.UniversalClient, l *Lease, sure bool, e
 		ctx, cancel := context.WithTimeout(context.Background(), e.NodeTimeout)
 		outcome, _, err := Answer(ctx, e.ReleaseCall(l, sure, false), node)
 		cancel()
+		through := outcome != round.NodeFailed || round.IsServerReply(err)
+		if through {
+			endRetry()
+		}
 		if ended != nil {
 			ended()
 			ended = nil
 		}
-		if outcome != round.NodeFailed || round.IsServerReply(err) {
+		if through {
 			return
 		}
 		pause = min(2*pause, ttl/4)
