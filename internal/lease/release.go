@@ -165,9 +165,13 @@ func (l *Lease) unlockCall(sure bool) *nodescript.Call {
 //
 // It ends the retry that its caller registered (settling.retryStart) as it
 // stops; when a try gets through, before ended lets the next attempt's call
-// go to the node: the node has applied the release, and that call's
-// refusal is no longer this client's own old value (a compat CI run saw
-// ErrUnavailable where B held the lock, the call sent between the two).
+// go to the node. A try gets through when the node answered it: granted or
+// refused, the node holds no old value of this lease, and that call's
+// refusal is no longer this client's own (a compat CI run saw "too few
+// nodes answered" where B held the lock, the call sent between the two).
+// A server's error reply (BUSY, LOADING, READONLY...) is final too, as for
+// the first try (releaseNode), though the node did not apply the release:
+// its old value then expires by its TTL.
 func (e *Engine) retryRelease(i int, l *Lease, sure bool, ended func()) {
 	node := e.Nodes[i]
 	registered := true
