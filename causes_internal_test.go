@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/lease"
+	"github.com/quorumlock/redlock/internal/verdict"
 )
 
 // replyError stands for a Redis error reply as go-redis returns it.
@@ -39,11 +39,11 @@ func TestPermanentKind(t *testing.T) {
 		{"READONLY You can't write against a read only replica.", nil},
 		{"ERR max number of clients reached", nil},
 	} {
-		if got := lease.PermanentKind(fmt.Errorf("wrapped: %w", replyError(tc.reply))); got != tc.want {
+		if got := verdict.PermanentKind(fmt.Errorf("wrapped: %w", replyError(tc.reply))); got != tc.want {
 			t.Errorf("%q: %v, want %v", tc.reply, got, tc.want)
 		}
 	}
-	if got := lease.PermanentKind(errors.New("WRONGPASS but not a reply")); got != nil {
+	if got := verdict.PermanentKind(errors.New("WRONGPASS but not a reply")); got != nil {
 		t.Errorf("a non-reply error: %v, want nil", got)
 	}
 }

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -184,7 +184,7 @@ func (ld *Leadership) publish(ctx context.Context, value string, seq int64) erro
 	qe := &QuorumError{Op: "proclaim", Name: ld.e.name, Kind: ErrUnavailable, Cause: err}
 	if t != nil {
 		qe.Nodes = t.Snapshot()
-		switch kind := lease.BlockingKind(t); {
+		switch kind := verdict.BlockingKind(t); {
 		case wrongTypeBlocks(t):
 			qe.Kind = ErrWrongType
 		case t.RefusedByMajority():

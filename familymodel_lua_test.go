@@ -10,6 +10,7 @@ import (
 	"time"
 
 	fm "github.com/quorumlock/redlock/internal/familymodel"
+	"github.com/quorumlock/redlock/internal/identity"
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
@@ -77,7 +78,7 @@ func (f *famEnv) leaseOf(name string, shape func(l *lease.Lease, prefix, name, v
 	l := new(lease.Lease)
 	ls := f.c.defaultLease()
 	f.e.Begin(l, lease.Request{Name: name, Prefix: "redlock", Term: lease.Term{TTL: ls.ttl, Arg: ls.arg},
-		List: &lease.View{Roster: rosterStr(rosterRight)}, Shape: shape})
+		List: &identity.View{Roster: rosterStr(rosterRight)}, Shape: shape})
 	return l
 }
 

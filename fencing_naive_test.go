@@ -7,6 +7,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -69,7 +70,7 @@ func (n Naive) Lock(ctx context.Context, name string) (*Lock, error) {
 	for {
 		l, err := n.TryLock(ctx, name)
 		var qe *QuorumError
-		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || lease.Final(qe.Kind) {
+		if err == nil || !errors.As(err, &qe) || qe.Cause != nil || verdict.Final(qe.Kind) {
 			return l, err
 		}
 		t := time.NewTimer(n.Client.cfg.retryDelayMin)

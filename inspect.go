@@ -14,6 +14,7 @@ import (
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -170,7 +171,7 @@ func inspectRound[T any](ctx context.Context, c *Client, name string, call *node
 	}
 	if err != nil || !t.Won() {
 		qe := &QuorumError{Op: "inspect", Name: name, Kind: ErrUnavailable, Cause: err, Nodes: t.Snapshot()}
-		switch kind := lease.BlockingKind(t); {
+		switch kind := verdict.BlockingKind(t); {
 		case wrongTypeBlocks(t):
 			qe.Kind = ErrWrongType // no majority can answer until the key is fixed
 		case kind != nil:

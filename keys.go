@@ -22,7 +22,7 @@ import (
 //	<lock key>:released:<value>              release marker of one value (lease.MarkerKey)
 //	<lock key>:next, :queue, :queue:seen     the lock's queue (lease.QueueKey...)
 //	<lock key>:fence:high                    H, the name's committed token (lease.HighKey)
-//	<prefix>:node-*, <prefix>:fence:*        a node's identity and counters (lease.NodeKeys)
+//	<prefix>:node-*, <prefix>:fence:*        a node's identity and counters (nodescript.NodeKeys)
 //	<lock key>:released                      channel: a release any waiter may take
 //	<lock key>:promised:<client id>          channel: a promise to one client's waiter
 //
@@ -48,7 +48,7 @@ func lockLine(key string) waiting.Line {
 // promise lasts (config-derived script arguments). Leaving the queue,
 // giving a promise back and the waiters' notifications are
 // internal/fairqueue's; an attempt lost to promises is the lease engine's
-// (lease.Failure.LostToPromises).
+// (verdict.Failure.LostToPromises).
 
 // staleWaiter is how long after its last attempt a waiter still counts as
 // waiting: the longest a live waiter sleeps, plus an attempt's round trip

@@ -12,16 +12,18 @@ import (
 // The layers of docs/design.md's package map: each package of the module
 // may import only the packages listed for it (the module's own; the
 // standard library and go-redis are not listed). Dependencies point one
-// way, root -> lease engine -> round engine -> node scripts, and no
-// internal package imports the root. A package missing here fails the
-// test: a new one takes its place in the map, and in docs/design.md.
+// way, root -> lease engine -> deployment's identity -> verdict -> round
+// engine, each of them -> node scripts, and no internal package imports
+// the root. A package missing here fails the test: a new one takes its
+// place in the map, and in docs/design.md.
 var allowedImports = map[string][]string{
 	".": {"internal/lease", "internal/round", "internal/nodescript", "internal/kind",
-		"internal/identity", "internal/fairqueue", "internal/batch", "internal/waiting", "internal/slots"},
+		"internal/identity", "internal/verdict", "internal/fairqueue", "internal/batch", "internal/waiting", "internal/slots"},
 	"internal/waiting":     {"internal/fairqueue", "internal/lease", "internal/round", "internal/nodescript"},
-	"internal/lease":       {"internal/round", "internal/nodescript", "internal/kind"},
+	"internal/lease":       {"internal/identity", "internal/verdict", "internal/round", "internal/nodescript", "internal/kind"},
 	"internal/slots":       {"internal/lease", "internal/round", "internal/nodescript"},
-	"internal/identity":    {"internal/lease", "internal/round", "internal/nodescript", "internal/kind"},
+	"internal/identity":    {"internal/verdict", "internal/round", "internal/nodescript", "internal/kind"},
+	"internal/verdict":     {"internal/round", "internal/kind"},
 	"internal/fairqueue":   {"internal/round", "internal/nodescript"},
 	"internal/round":       {"internal/batch"},
 	"internal/batch":       {},

@@ -19,7 +19,7 @@ import (
 // Break 3: Extend counts one server twice after a live swap. Revision 3:
 // "each fenced script also checks that the node holds the uuid this client
 // learnt for it, so a node swapped behind an address is refused, not
-// counted". The acquisition and the commit do (lease.View); Extend's
+// counted". The acquisition and the commit do (identity.View); Extend's
 // script (extend.lua) carries no identity and its votes go through no
 // admit: after node 2's address starts leading to n1 (a cached IP given to
 // another node, a DNS or proxy mistake), an Extend counts n1 twice, and

@@ -114,7 +114,7 @@ type diffEnv struct {
 	rdb    *redis.Client
 	c      *Client
 	e      *lease.Engine
-	keys   lease.NodeKeys // the per-node fencing keys, as the client's
+	keys   nodescript.NodeKeys // the per-node fencing keys, as the client's
 	l      *lease.Lease
 	replid string // the node's master_replid
 	other  string // another replication id
@@ -150,7 +150,7 @@ func newDiffEnv(ctx context.Context, t *testing.T, rdb *redis.Client) *diffEnv {
 		nodes: make([]redis.UniversalClient, 1),
 		cfg:   config{keyPrefix: "redlock", ttl: diffTTL * diffUnit * time.Millisecond, retention: diffRetention * time.Millisecond},
 	}
-	keys := lease.NewNodeKeys("redlock")
+	keys := nodescript.NewNodeKeys("redlock")
 	c.args = scriptArgs{ttl: int64(diffTTL * diffUnit), retention: int64(diffRetention)}
 	e := lease.New(lease.Config{Nodes: c.nodes, Fencing: true, TTL: c.cfg.ttl, Keys: keys,
 		Args: lease.Args{MarkerTTL: int64(10 * diffTTL * diffUnit), StaleWaiter: int64(diffUnit),
@@ -158,7 +158,7 @@ func newDiffEnv(ctx context.Context, t *testing.T, rdb *redis.Client) *diffEnv {
 	ls := c.defaultLease()
 	l := new(lease.Lease)
 	e.Begin(l, lease.Request{Name: "x", Prefix: "redlock", Term: lease.Term{TTL: ls.ttl, Arg: ls.arg},
-		List: &lease.View{Roster: rosterStr(rosterRight)},
+		List: &identity.View{Roster: rosterStr(rosterRight)},
 		Shape: func(l *lease.Lease, prefix, name, _ string) lease.Shape {
 			return lease.Mutex(l, prefix, name, valueStr(diffValue))
 		}})

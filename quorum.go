@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/quorumlock/redlock/internal/waiting"
 )
 
@@ -56,10 +56,10 @@ type QuorumError struct {
 	own   bool
 }
 
-// publicError turns the lease engine's *lease.Failure into a *QuorumError;
+// publicError turns the lease engine's *verdict.Failure into a *QuorumError;
 // any other error, and nil, stay as they are.
 func publicError(err error) error {
-	f, ok := err.(*lease.Failure)
+	f, ok := err.(*verdict.Failure)
 	if !ok {
 		return err
 	}
@@ -68,7 +68,7 @@ func publicError(err error) error {
 }
 
 // quorumError is the *QuorumError of f, for internal/identity.
-func quorumError(f *lease.Failure) error { return publicError(f) }
+func quorumError(f *verdict.Failure) error { return publicError(f) }
 
 // ended is the error of a Lock whose ctx ended after attempt e: e, with
 // ctx's error as its cause. Refusals that may have come from this client's
@@ -106,7 +106,7 @@ func (f failedAttempt) Err() error                      { return f.e }
 func (f failedAttempt) Name() string                    { return f.e.Name }
 func (f failedAttempt) After() []chan struct{}          { return f.e.after }
 func (f failedAttempt) Unanswered() bool                { return f.e.Cause != nil && f.e.Kind == nil }
-func (f failedAttempt) Over() bool                      { return f.e.Cause != nil || lease.Final(f.e.Kind) }
+func (f failedAttempt) Over() bool                      { return f.e.Cause != nil || verdict.Final(f.e.Kind) }
 func (f failedAttempt) Contended() bool                 { return contended(f.e) }
 func (f failedAttempt) LostToPromises() bool            { return f.e.lostToPromises }
 func (f failedAttempt) SplitVote() bool                 { return splitVote(f.e.Nodes) }
@@ -161,7 +161,7 @@ func (e *QuorumError) Error() string {
 	}
 	if len(e.Nodes) > 0 {
 		b.WriteString(" [")
-		b.WriteString(lease.Summarize(e.Nodes))
+		b.WriteString(verdict.Summarize(e.Nodes))
 		b.WriteString("]")
 	}
 	return b.String()

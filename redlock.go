@@ -12,6 +12,7 @@ import (
 	"github.com/quorumlock/redlock/internal/fairqueue"
 	"github.com/quorumlock/redlock/internal/identity"
 	"github.com/quorumlock/redlock/internal/lease"
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/quorumlock/redlock/internal/waiting"
 	"github.com/redis/go-redis/v9"
@@ -140,7 +141,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		PromiseFor:  c.promiseFor(),
 		Retention:   c.args.retention,
 	}
-	keys := lease.NewNodeKeys(cfg.keyPrefix)
+	keys := nodescript.NewNodeKeys(cfg.keyPrefix)
 	c.ident = identity.New(identity.Config{
 		Rounds: c.rounds, Nodes: c.nodes, Clock: cfg.clock, Fencing: cfg.fencing,
 		TTL: cfg.ttl, NodeTimeout: cfg.nodeTimeout, Patience: cfg.patience(),

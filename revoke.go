@@ -11,6 +11,7 @@ import (
 	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -158,7 +159,7 @@ func (c *Client) revoke(ctx context.Context, name string, values []string) (Revo
 	}
 	if err != nil || !t.Won() {
 		qe := &QuorumError{Op: "revoke", Name: name, Kind: ErrUnavailable, Cause: err, Nodes: rv.Nodes}
-		switch k := lease.BlockingKind(t); {
+		switch k := verdict.BlockingKind(t); {
 		case wrongTypeBlocks(t):
 			qe.Kind = ErrWrongType
 		case k != nil:

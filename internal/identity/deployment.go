@@ -7,8 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/lease"
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,17 +18,17 @@ import (
 type Config struct {
 	Rounds      *round.Engine
 	Nodes       []redis.UniversalClient
-	Clock       lease.Clock
+	Clock       interface{ Now() time.Time } // the lease engine's clock
 	Fencing     bool
 	TTL         time.Duration
 	NodeTimeout time.Duration
-	Patience    time.Duration  // the round's patience (see round.Config)
-	Keys        lease.NodeKeys // the per-node fencing keys
-	Retention   any            // the fencing retention in ms, boxed once for the scripts
+	Patience    time.Duration       // the round's patience (see round.Config)
+	Keys        nodescript.NodeKeys // the per-node fencing keys
+	Retention   any                 // the fencing retention in ms, boxed once for the scripts
 	Log         *slog.Logger
 	// QuorumError makes the root package's *QuorumError of f (same
 	// fields): the errors of the operations here are the client's own.
-	QuorumError func(f *lease.Failure) error
+	QuorumError func(f *verdict.Failure) error
 }
 
 // Deployment is one client's view of the deployment's identity, and the
@@ -37,7 +38,7 @@ type Deployment struct {
 	rounds *round.Engine
 	nodes  []redis.UniversalClient
 	log    *slog.Logger
-	keys   lease.NodeKeys
+	keys   nodescript.NodeKeys
 
 	amnesiac  []atomic.Bool // per node: the amnesia warning was given
 	repairing []atomic.Bool // per node: an online repair runs (repair_online.go)
@@ -65,15 +66,13 @@ func New(cfg Config) *Deployment {
 }
 
 // quorumError is the client's public error of f.
-func (d *Deployment) quorumError(f *lease.Failure) error { return d.cfg.QuorumError(f) }
+func (d *Deployment) quorumError(f *verdict.Failure) error { return d.cfg.QuorumError(f) }
 
-// Recheck, Amnesiac and Intact are what the lease engine tells of the
-// nodes' identities as their replies come in (lease.Deployment).
+// Recheck, Amnesiac and Intact are what the lease engine tells the
+// deployment of the nodes' identities as their replies come in.
 func (d *Deployment) Recheck()       { d.checkList(false) }
 func (d *Deployment) Amnesiac(i int) { d.noteAmnesia(i) }
 func (d *Deployment) Intact(i int)   { d.noteIntact(i) }
-
-var _ lease.Deployment = (*Deployment)(nil)
 
 // noteAmnesia warns, once per episode, that node i lost its fencing state,
 // and starts repairing it online (repair_online.go).

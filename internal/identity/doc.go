@@ -8,12 +8,14 @@
 //
 // A Deployment holds what one client knows of the identity (the last
 // check of the node list, the uuids it saw, the lost stamps and the
-// online repairs under way), and is what the lease engine tells of the
-// nodes' replies (lease.Deployment).
+// online repairs under way). The lease engine, which imports this package,
+// asks it which votes an attempt counts (View) and tells it what the
+// nodes' replies say of their identity.
 //
-// The package imports internal/lease (the view votes count by, the node
-// keys, its Failure), internal/round (the rounds), internal/nodescript (the
-// scripts) and internal/kind (the failure kinds); never the root package,
+// The package imports internal/verdict (a failed operation's Failure, the
+// kinds no retry fixes), internal/round (the rounds), internal/nodescript
+// (the scripts and the node keys) and internal/kind (the failure kinds);
+// never the lease engine, nor the root package,
 // which exports the public API (Provision, Repair, NodeIDs...) over it and
-// builds its public errors from a lease.Failure (Config.QuorumError).
+// builds its public errors from a verdict.Failure (Config.QuorumError).
 package identity

@@ -4,16 +4,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/quorumlock/redlock/internal/lease"
 )
 
 // What a check of the node list finds wrong with a list, in sentences that
 // name the nodes and what to fix (nodelist.go).
 
 // judgeList checks what the nodes that answered hold (nil: no answer).
-func judgeList(states []*nodeState, n int) *lease.View {
-	v := &lease.View{Roster: "", IDs: make([]int, n), Seen: make([]bool, n)}
+func judgeList(states []*nodeState, n int) *View {
+	v := &View{Roster: "", IDs: make([]int, n), Seen: make([]bool, n)}
 	var problems []string
 	servers := map[string][]int{}
 	rosters := map[string][]int{}

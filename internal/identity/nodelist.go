@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/kind"
-	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -44,7 +44,7 @@ func (e *NodeListError) Unwrap() error { return kind.ErrWrongNodeList }
 
 // nodeList holds the last check and runs the next.
 type nodeList struct {
-	view    atomic.Pointer[lease.View]
+	view    atomic.Pointer[View]
 	mu      sync.Mutex
 	running chan struct{} // closed when the check under way ends; nil: none
 	last    time.Time     // when the last check began
@@ -53,7 +53,7 @@ type nodeList struct {
 
 // checkedList returns the view this client's attempts count votes by,
 // waiting for the first check if none ended yet.
-func (d *Deployment) checkedList(ctx context.Context) (*lease.View, error) {
+func (d *Deployment) checkedList(ctx context.Context) (*View, error) {
 	if v := d.list.view.Load(); v != nil {
 		return v, nil
 	}
@@ -72,7 +72,7 @@ func (d *Deployment) checkedList(ctx context.Context) (*lease.View, error) {
 // AttemptList returns the view an attempt on name counts votes by,
 // waiting for the first check of the node list if none ended yet: it fails
 // as the attempt would, with a *QuorumError (Config.QuorumError).
-func (d *Deployment) AttemptList(ctx context.Context, name string) (*lease.View, error) {
+func (d *Deployment) AttemptList(ctx context.Context, name string) (*View, error) {
 	list, err := d.checkedList(ctx)
 	if err != nil {
 		return nil, d.noVerdict(name, err)
@@ -97,10 +97,10 @@ func (d *Deployment) AttemptList(ctx context.Context, name string) (*lease.View,
 		if list.Kind != nil {
 			blocking = list.Kind
 		}
-		return nil, d.quorumError(&lease.Failure{Op: "lock", Name: name, Kind: blocking, Nodes: list.Nodes})
+		return nil, d.quorumError(&verdict.Failure{Op: "lock", Name: name, Kind: blocking, Nodes: list.Nodes})
 	}
 	if list.Err != nil {
-		return nil, d.quorumError(&lease.Failure{Op: "lock", Name: name, Kind: kind.ErrWrongNodeList, Cause: list.Err})
+		return nil, d.quorumError(&verdict.Failure{Op: "lock", Name: name, Kind: kind.ErrWrongNodeList, Cause: list.Err})
 	}
 	return list, nil
 }
@@ -111,11 +111,11 @@ func (d *Deployment) AttemptList(ctx context.Context, name string) (*lease.View,
 // silent, or unreachable with its dial error. ErrClosed stays itself.
 func (d *Deployment) noVerdict(name string, err error) error {
 	if err == round.ErrClosed {
-		return d.quorumError(&lease.Failure{Op: "lock", Name: name, Cause: err})
+		return d.quorumError(&verdict.Failure{Op: "lock", Name: name, Cause: err})
 	}
 	t := round.NewTally(len(d.nodes))
 	t.CutShort(err, d.rounds.Unreachable, 0)
-	return d.quorumError(&lease.Failure{Op: "lock", Name: name, Kind: kind.ErrUnavailable, Cause: err, Nodes: t.Results})
+	return d.quorumError(&verdict.Failure{Op: "lock", Name: name, Kind: kind.ErrUnavailable, Cause: err, Nodes: t.Results})
 }
 
 // refreshList runs a check of the node list that begins after it is
@@ -180,14 +180,14 @@ func (d *Deployment) checkList(now bool) <-chan struct{} {
 
 // readList reads every node and judges the list; nil if the client closed
 // or ctx ended first.
-func (d *Deployment) readList(ctx context.Context, first bool) *lease.View {
+func (d *Deployment) readList(ctx context.Context, first bool) *View {
 	// The first attempt waits for the check, so the check waits no longer
 	// than it must: a grace once a majority answered; a node timeout once
 	// any node did (a majority paused, say: the attempt then waits for
 	// them itself, and should not wait twice); and, while no node has
 	// answered, up to the round's patience (a saturated machine answers
 	// late, and a check that saw nobody would fail the attempts after it).
-	// A node silent then is checked at its first reply (lease.View).
+	// A node silent then is checked at its first reply (View).
 	// A later check runs in the background, and nobody waits for it: it
 	// waits the node timeout for every node, so that a node a little
 	// farther than the others is seen (a grace would miss it at every
@@ -206,7 +206,7 @@ func (d *Deployment) readList(ctx context.Context, first bool) *lease.View {
 		}
 		d.remember(states)
 		v := judgeList(states, len(d.nodes))
-		v.Nodes, v.Kind = t.Snapshot(), lease.BlockingKind(t)
+		v.Nodes, v.Kind = t.Snapshot(), verdict.BlockingKind(t)
 		return v
 	}
 	states := make([]*nodeState, len(d.nodes))
@@ -225,7 +225,7 @@ func (d *Deployment) readList(ctx context.Context, first bool) *lease.View {
 		}
 	}
 	v := judgeList(states, len(d.nodes))
-	v.Nodes, v.Kind = t.Snapshot(), lease.BlockingKind(t)
+	v.Nodes, v.Kind = t.Snapshot(), verdict.BlockingKind(t)
 	return v
 }
 

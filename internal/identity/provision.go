@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/quorumlock/redlock/internal/kind"
-	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 )
 
 // Report is what a Provision that succeeded checked: the root package's
@@ -37,11 +37,11 @@ func (d *Deployment) ProvisionWithReport(ctx context.Context) (*Report, error) {
 	hasID := func(s *nodeState) bool { return s != nil && s.id >= 0 }
 	switch {
 	case t.Granted() < len(d.nodes) && !slices.ContainsFunc(states, hasID):
-		return nil, d.quorumError(&lease.Failure{Op: "provision", Kind: kind.ErrUnavailable, Cause: errNewNeedsAll, Nodes: t.Snapshot()})
+		return nil, d.quorumError(&verdict.Failure{Op: "provision", Kind: kind.ErrUnavailable, Cause: errNewNeedsAll, Nodes: t.Snapshot()})
 	case t.Granted() < len(d.nodes) && !rosterMajority(states, len(d.nodes)):
 		// The silent nodes may hold what would make a majority: no
 		// verdict on the deployment without them.
-		return nil, d.quorumError(&lease.Failure{Op: "provision", Kind: kind.ErrUnavailable, Cause: errProvisionedNeedsMajority, Nodes: t.Snapshot()})
+		return nil, d.quorumError(&verdict.Failure{Op: "provision", Kind: kind.ErrUnavailable, Cause: errProvisionedNeedsMajority, Nodes: t.Snapshot()})
 	case !slices.ContainsFunc(states, hasID):
 		// Until some node has an id, no token exists, and provisioning
 		// can be carried on from wherever another provisioner left it.

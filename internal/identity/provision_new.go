@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/quorumlock/redlock/internal/kind"
+	"github.com/quorumlock/redlock/internal/verdict"
 
 	"github.com/google/uuid"
-	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
@@ -33,7 +33,7 @@ func (d *Deployment) claimRoster(ctx context.Context, states []*nodeState) ([]*n
 		return nil, err
 	}
 	if t.Granted() < len(d.nodes) {
-		return nil, d.quorumError(&lease.Failure{Op: "provision (claim)", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
+		return nil, d.quorumError(&verdict.Failure{Op: "provision (claim)", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
 	}
 	for i, u := range uuids {
 		if u == "" {
@@ -53,7 +53,7 @@ func (d *Deployment) claimRoster(ctx context.Context, states []*nodeState) ([]*n
 		return nil, err
 	}
 	if t.Granted() < len(d.nodes) {
-		return nil, d.quorumError(&lease.Failure{Op: "provision (roster)", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
+		return nil, d.quorumError(&verdict.Failure{Op: "provision (roster)", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
 	}
 	return d.readAllStates(ctx, "provision")
 }
@@ -140,7 +140,7 @@ func (d *Deployment) assignIDs(ctx context.Context, states []*nodeState) error {
 		}
 	}
 	if t.Granted() < len(d.nodes) {
-		return d.quorumError(&lease.Failure{Op: "provision (ids)", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
+		return d.quorumError(&verdict.Failure{Op: "provision (ids)", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
 	}
 	return nil
 }

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/kind"
-	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 )
 
 // Repair brings back a node whose fencing state is not intact, in O(1): it
@@ -61,7 +61,7 @@ func (d *Deployment) repair(ctx context.Context, i int, rc RepairConfig) error {
 	d.remember(states)
 	target := states[i]
 	if target == nil {
-		return d.quorumError(&lease.Failure{Op: "repair", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
+		return d.quorumError(&verdict.Failure{Op: "repair", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
 	}
 	if v := judgeList(states, len(d.nodes)); v.Err != nil {
 		return v.Err // a repair over a wrong list would graft a stranger in

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/quorumlock/redlock/internal/kind"
-	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -71,7 +71,7 @@ func (d *Deployment) Reprovision(ctx context.Context, above uint64) error {
 		return err
 	}
 	if t.Granted() < len(d.nodes) {
-		return d.quorumError(&lease.Failure{Op: "reprovision", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
+		return d.quorumError(&verdict.Failure{Op: "reprovision", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
 	}
 	if i := slices.Index(changed, true); i >= 0 {
 		return fmt.Errorf("%w: node %d changed while it was reprovisioned (it lost its data again, or was "+

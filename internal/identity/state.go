@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/kind"
+	"github.com/quorumlock/redlock/internal/verdict"
 
-	"github.com/quorumlock/redlock/internal/lease"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
@@ -125,7 +125,7 @@ func (d *Deployment) readStatesUntil(ctx context.Context, soon func(*round.Tally
 	out := make([]*nodeState, len(d.nodes))
 	k := &d.keys
 	keys := []string{k.UUID, k.Roster, k.ID, k.Replid, k.Lost, k.Counter, k.MaxTTL}
-	nonce := lease.NewValue()
+	nonce := nodescript.NewValue()
 	t, err := d.onNodesUntil(ctx, func(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
 		v, err := nodescript.NodeState.Run(ctx, node, keys, nonce).Slice()
 		if err != nil {
@@ -158,7 +158,7 @@ func (d *Deployment) readAllStates(ctx context.Context, op string) ([]*nodeState
 		return nil, err
 	}
 	if t.Granted() < len(d.nodes) {
-		return nil, d.quorumError(&lease.Failure{Op: op, Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
+		return nil, d.quorumError(&verdict.Failure{Op: op, Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
 	}
 	return states, distinctServers(states)
 }
@@ -210,7 +210,7 @@ func (d *Deployment) NodeIDs(ctx context.Context) ([]int, error) {
 		}
 	}
 	if t.Granted() < len(d.nodes) {
-		return ids, d.quorumError(&lease.Failure{Op: "read node ids", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
+		return ids, d.quorumError(&verdict.Failure{Op: "read node ids", Kind: kind.ErrUnavailable, Nodes: t.Snapshot()})
 	}
 	return ids, nil
 }

@@ -6,8 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/identity"
 	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,9 +22,9 @@ type Request struct {
 	Waiter string
 	Waited time.Duration
 	Term   Term
-	// List is the node list check whose votes count (View): Attempt
+	// List is the node list check whose votes count (identity.View): Attempt
 	// fills it in.
-	List *View
+	List *identity.View
 	// Prefix is the client's key prefix, and Shape makes what the
 	// primitive puts on each node for lease l and its random value (Mutex).
 	Prefix string
@@ -41,7 +43,7 @@ type Request struct {
 // in flight (settle.go), asks the deployment which votes count (its check
 // of the node list, which the first attempt waits for), begins the lease
 // (Begin) and sends it from start (Acquire). begun is false if it failed
-// before it began the lease (nothing was sent); err is then a *Failure, or
+// before it began the lease (nothing was sent); err is then a *verdict.Failure, or
 // the deployment's error. r.List is the deployment's, not the caller's.
 func (e *Engine) Attempt(ctx context.Context, l *Lease, r Request) (start time.Time, commit []round.NodeResult, begun bool, err error) {
 	names := r.Names
@@ -49,7 +51,7 @@ func (e *Engine) Attempt(ctx context.Context, l *Lease, r Request) (start time.T
 		names = []string{r.Name}
 	}
 	if err := e.settling.wait(ctx, e.Rounds.Epoch(), names...); err != nil {
-		return time.Time{}, nil, false, &Failure{Op: "lock", Name: r.Name, Cause: err}
+		return time.Time{}, nil, false, &verdict.Failure{Op: "lock", Name: r.Name, Cause: err}
 	}
 	if r.List, err = e.Deployment.AttemptList(ctx, r.Name); err != nil {
 		return time.Time{}, nil, false, err
@@ -71,7 +73,7 @@ func (e *Engine) Begin(l *Lease, r Request) {
 	e.initLease(l, r)
 	l.list = r.List
 	// A refusal may come from this client's own release or rollback of the
-	// name, if one was in flight when the attempt went out (Failure.Own).
+	// name, if one was in flight when the attempt went out (verdict.Failure.Own).
 	var retrying bool
 	l.ownReleases, retrying = e.settling.inFlight(l.names...)
 	l.ownInFlight = len(l.ownReleases) > 0
@@ -86,7 +88,7 @@ func (e *Engine) Begin(l *Lease, r Request) {
 
 // Acquire makes the attempt that Begin made, started at start: round 1,
 // and with fencing the commit. On success l is held and err is nil. On
-// failure err is a *Failure, after l was abandoned (rolled back on every
+// failure err is a *verdict.Failure, after l was abandoned (rolled back on every
 // node, in the background where a call is still out), or ErrClosed if the
 // engine is closed and nothing was sent. commit is round 2's outcome, if
 // there was one.
@@ -201,13 +203,13 @@ func silentCouldExplain(t *round.Tally) bool {
 // was lost, else the grant's kind and cause. commit is round 2's outcome,
 // if there was one; the error reports it in place of round 1's unless the
 // grant failed for want of validity.
-func (l *Lease) Fail(t *round.Tally, ctxErr error, commit []round.NodeResult, why, cause error) *Failure {
-	qe := &Failure{Op: "lock", Name: l.name, Cause: ctxErr, Nodes: t.Snapshot(), After: l.acqDone,
+func (l *Lease) Fail(t *round.Tally, ctxErr error, commit []round.NodeResult, why, cause error) *verdict.Failure {
+	qe := &verdict.Failure{Op: "lock", Name: l.name, Cause: ctxErr, Nodes: t.Snapshot(), After: l.acqDone,
 		Own: l.ownInFlight || l.e.settling.pending(l.names...)}
 	switch {
 	case ctxErr != nil:
 		// Cut short by ctx: still say why the round was not won, except
-		// by refusals that may be this client's own (Failure.Ended).
+		// by refusals that may be this client's own (verdict.Failure.Ended).
 		if !t.Won() {
 			qe.Kind = classifyEnded(t, ctxErr, l.e.NodeTimeout)
 			if l.lostFirst && qe.Kind == kind.ErrLocked && classifyAcquire(t) == kind.ErrUnavailable {
@@ -282,7 +284,7 @@ func (l *Lease) acquireOp(ctx context.Context, i int, node redis.UniversalClient
 func (l *Lease) parseAcquire(i int, cmd *redis.Cmd) (round.Outcome, int64, error) {
 	n, err := cmd.Int64()
 	switch {
-	case err == nil && !l.list.admit(l, i, 0):
+	case err == nil && !l.admit(i, 0):
 		l.e.Deployment.Recheck()
 		return round.NodeFailed, 0, errNotChecked
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):

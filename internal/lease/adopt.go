@@ -5,6 +5,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 )
 
 // Adopt makes l a lease on a hold that already exists under value (taken
@@ -13,7 +14,7 @@ import (
 // start, with r's term. The nodes are taken to have granted the original
 // acquisition, so a release reaches every one of them. On success l is
 // held until start plus the validity of r's TTL; on failure err is a
-// *Failure (ErrExpired when a majority no longer holds value), l is ended
+// *verdict.Failure (ErrExpired when a majority no longer holds value), l is ended
 // and nothing needs undoing: an extension only renews a key that holds
 // value.
 func (e *Engine) Adopt(ctx context.Context, l *Lease, r Request, value string, token uint64) (nodes []round.NodeResult, err error) {
@@ -41,13 +42,13 @@ func (e *Engine) Adopt(ctx context.Context, l *Lease, r Request, value string, t
 		l.timer.Stop()
 		l.mu.Unlock()
 		l.closeDone()
-		if f, ok := err.(*Failure); ok {
+		if f, ok := err.(*verdict.Failure); ok {
 			f.Op = "resume"
 		}
 		return nodes, err
 	}
 	if !until.After(e.Clock.Now()) {
-		return nodes, &Failure{Op: "resume", Name: r.Name, Kind: kind.ErrExpired}
+		return nodes, &verdict.Failure{Op: "resume", Name: r.Name, Kind: kind.ErrExpired}
 	}
 	return nodes, nil
 }

@@ -15,7 +15,9 @@
 // A primitive says what goes on each node through a Shape: the scripts and
 // keys of each step. The mutex is the first (mutex.go).
 //
-// The package imports internal/round (the rounds), internal/nodescript (the
-// scripts) and internal/kind (the failure kinds); never the root package,
-// which builds its public errors from a Failure.
+// The package imports internal/identity (which votes an attempt counts: the
+// check of the node list), internal/round (the rounds), internal/nodescript
+// (the scripts), internal/verdict (a failed operation's Failure) and
+// internal/kind (the failure kinds); never the root package, which builds
+// its public errors from a verdict.Failure.
 package lease

@@ -1,10 +1,11 @@
 package lease
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/identity"
+	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
 	"github.com/redis/go-redis/v9"
 )
@@ -24,15 +25,17 @@ type Config struct {
 	// Validity is how long after an operation's start a lease of ttl is
 	// valid: the TTL less the drift allowance.
 	Validity func(ttl time.Duration) time.Duration
-	Keys     NodeKeys // the per-node fencing keys
+	Keys     nodescript.NodeKeys // the per-node fencing keys
 	Args     Args
 	Log      *slog.Logger
 	// Observed: an Observer listens, so the per-node outcomes of a success
 	// are worth copying.
 	Observed bool
 	Hooks    Hooks
-	// Deployment is told what the nodes' replies say of their identity.
-	Deployment Deployment
+	// Deployment says which votes an attempt counts (the check of the node
+	// list), and is told what the nodes' replies say of their identity
+	// (amnesia, online repair).
+	Deployment *identity.Deployment
 }
 
 // Args are the script arguments that depend only on the configuration,
@@ -46,23 +49,6 @@ type Args struct {
 type Hooks struct {
 	AttemptStart func(name string)
 	RoundTwo     func(name string, token uint64)
-}
-
-// Deployment is the deployment's identity as the engine needs it: which
-// votes an attempt counts (the check of the node list), and what it tells
-// it as replies come in (amnesia, online repair).
-type Deployment interface {
-	// AttemptList returns the view an attempt on name counts votes by,
-	// waiting for the first check of the node list if none ended yet; it
-	// fails as the attempt would.
-	AttemptList(ctx context.Context, name string) (*View, error)
-	// Recheck starts a check of the node list in the background, unless
-	// one runs or one began moments ago.
-	Recheck()
-	// Amnesiac: node i answered that it has lost its fencing state.
-	Amnesiac(i int)
-	// Intact: node i answered as intact.
-	Intact(i int)
 }
 
 // Engine acquires, extends and releases leases. It is safe for concurrent

@@ -8,24 +8,25 @@ import (
 
 	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
 // ExtendTurn waits for l's turn to extend: Extends of one lease run one
 // at a time (see the root package's Extend), and done gives the turn back.
-// If ctx ends first it returns a *Failure of Kind ErrUnavailable.
+// If ctx ends first it returns a *verdict.Failure of Kind ErrUnavailable.
 func (l *Lease) ExtendTurn(ctx context.Context) (done func(), err error) {
 	select {
 	case l.extending <- struct{}{}:
 		return func() { <-l.extending }, nil
 	case <-ctx.Done():
-		return nil, &Failure{Op: "extend", Name: l.name, Kind: kind.ErrUnavailable, Cause: ctx.Err()}
+		return nil, &verdict.Failure{Op: "extend", Name: l.name, Kind: kind.ErrUnavailable, Cause: ctx.Err()}
 	}
 }
 
 // Extend re-applies t's TTL from start on a majority, in l's turn
 // (ExtendTurn), and returns the new end of the validity and what each node
-// answered. On failure err is a *Failure (or ErrClosed). A shortening
+// answered. On failure err is a *verdict.Failure (or ErrClosed). A shortening
 // pulls Until back to where its success would put it before its first
 // call is sent, whatever comes of it: each call shortens the key on its
 // node as it runs, while the Extend may still be waiting for the others,
@@ -40,7 +41,7 @@ func (l *Lease) Extend(ctx context.Context, start time.Time, t Term) (until time
 
 // extend returns the new end of the validity, and what each node answered.
 func (l *Lease) extend(ctx context.Context, start time.Time, ls Term) (until time.Time, nodes []round.NodeResult, err error) {
-	qe := &Failure{Op: "extend", Name: l.name}
+	qe := &verdict.Failure{Op: "extend", Name: l.name}
 	released := l.Released()
 	select {
 	case <-l.done:
@@ -158,7 +159,7 @@ func (l *Lease) extendOp(ls Term) round.NodeOp {
 }
 
 // extendCall is extendOp's call. A fenced lease counts each member once,
-// by the id the node answers with (View): an address swapped while the
+// by the id the node answers with (identity.View): an address swapped while the
 // lease is held must not count one server twice.
 func (l *Lease) extendCall(ls Term) round.NodeOp {
 	e := l.e

@@ -8,6 +8,7 @@ import (
 	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -64,7 +65,7 @@ func (l *Lease) parseFencedAcquire(i int, cmd *redis.Cmd) (round.Outcome, int64,
 		return round.NodeAmnesiac, 0, kind.ErrAmnesia
 	case vals[0] == -3:
 		return round.NodeFailed, 0, l.foreign()
-	case vals[1] != 0 && !l.list.admit(l, i, int(vals[1]&255)):
+	case vals[1] != 0 && !l.admit(i, int(vals[1]&255)):
 		// Not the node the check saw behind this address (another id), or
 		// a member another address already counted for.
 		e.Deployment.Recheck()
@@ -147,7 +148,7 @@ func (l *Lease) parseCommit(i int, cmd *redis.Cmd) (int64, round.Outcome, error)
 		return 0, round.NodeAmnesiac, kind.ErrAmnesia
 	case vals[0] == -3:
 		return 0, round.NodeFailed, l.foreign()
-	case !l.list.admit(l, i, int(vals[1])):
+	case !l.admit(i, int(vals[1])):
 		l.e.Deployment.Recheck()
 		return 0, round.NodeFailed, errNotChecked
 	}
@@ -173,7 +174,7 @@ func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp, s
 	case aborted(t):
 		return t.Snapshot(), kind.ErrSuperseded, nil
 	case !t.Won():
-		if k := BlockingKind(t); k != nil {
+		if k := verdict.BlockingKind(t); k != nil {
 			return t.Snapshot(), k, nil
 		}
 		return t.Snapshot(), kind.ErrUnavailable, nil

@@ -28,23 +28,3 @@ const queueSuffix, seenSuffix = ":queue", ":seen"
 
 // HighKey is H of a lock name: it shares the name's hash tag.
 func HighKey(lockKey string) string { return lockKey + ":fence:high" }
-
-// NodeKeys are the per-node keys of the fencing state.
-type NodeKeys struct {
-	UUID, Roster, ID, Replid, Lost string // identity
-	Counter, Floor, MaxTTL         string // G, E, the longest TTL in use
-}
-
-// NewNodeKeys returns the per-node keys under prefix.
-func NewNodeKeys(prefix string) NodeKeys {
-	return NodeKeys{
-		UUID:    prefix + ":node-uuid",
-		Roster:  prefix + ":node-roster",
-		ID:      prefix + ":node-id",
-		Replid:  prefix + ":node-replid",
-		Lost:    prefix + ":node-lost",
-		Counter: prefix + ":fence:counter",
-		Floor:   prefix + ":fence:floor",
-		MaxTTL:  prefix + ":fence:max-ttl",
-	}
-}

@@ -1,13 +1,12 @@
 package lease
 
 import (
-	cryptorand "crypto/rand"
-	"encoding/hex"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/identity"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
 )
@@ -31,10 +30,10 @@ type Lease struct {
 	term    Term      // the acquisition's TTL (For, or the client's)
 	results []round.NodeResult
 	token   uint64
-	waiter  string // the Lock call's id in the lock's queue, or ""
-	list    *View  // the node list check its votes count by
+	waiter  string         // the Lock call's id in the lock's queue, or ""
+	list    *identity.View // the node list check its votes count by
 	idsMu   sync.Mutex
-	ids     []int // per node: the id round 1 admitted it with, beyond the check's (View.admit)
+	ids     []int // per node: the id round 1 admitted it with, beyond the check's (identity.View.admit)
 
 	acquire *nodescript.Call // round 1, the same for every node
 	// The release call, built on first use: [sure], see releaseCall.
@@ -87,12 +86,12 @@ type Lease struct {
 	doneOnce sync.Once
 
 	unlockOnce sync.Once
-	unlockErr  error // Release's result: nil, a *Failure, or ErrClosed
+	unlockErr  error // Release's result: nil, a *verdict.Failure, or ErrClosed
 }
 
 func (e *Engine) initLease(l *Lease, r Request) {
 	n := len(e.Nodes)
-	value := NewValue()
+	value := nodescript.NewValue()
 	l.e = e
 	l.name = r.Name
 	if l.names = r.Names; l.names == nil {
@@ -114,16 +113,6 @@ func (e *Engine) initLease(l *Lease, r Request) {
 	}
 	l.value = value
 	l.shape = r.Shape(l, r.Prefix, r.Name, value)
-}
-
-// NewValue returns a random lock value: 128 bits, hex-encoded, made with
-// one allocation (uuid.NewString takes two, and this is on every attempt).
-func NewValue() string {
-	var raw [16]byte
-	var text [32]byte
-	_, _ = cryptorand.Read(raw[:]) // never fails (crypto/rand.Read's contract)
-	hex.Encode(text[:], raw[:])
-	return string(text[:])
 }
 
 // Name is the lease's name.

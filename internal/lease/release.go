@@ -7,17 +7,18 @@ import (
 	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
 // Release deletes the lease on every node where it still holds l's value,
 // and closes Done: the root package's Unlock, which documents it. The
 // release is sent even if ctx is already done: ctx bounds only how long
-// Release waits for the answers. Its result is nil, a *Failure, or
+// Release waits for the answers. Its result is nil, a *verdict.Failure, or
 // ErrClosed if the engine is closed; report, run once the outcome is
 // known with the start of the call and what each node answered (nil on
 // success without an Observer), may replace it (the root package turns a
-// Failure into its QuorumError and tells the Observer). Later calls, and an
+// verdict.Failure into its QuorumError and tells the Observer). Later calls, and an
 // Extend racing this one, wait for the first call, report included, and
 // return its result.
 func (l *Lease) Release(ctx context.Context, report func(start time.Time, nodes []round.NodeResult, err error) error) error {
@@ -78,7 +79,7 @@ func (l *Lease) release(ctx context.Context) ([]round.NodeResult, error) {
 		}
 		return nil, nil
 	}
-	qe := &Failure{Op: "unlock", Name: l.name, Kind: kind.ErrUnavailable, Cause: cause, Nodes: t.Snapshot()}
+	qe := &verdict.Failure{Op: "unlock", Name: l.name, Kind: kind.ErrUnavailable, Cause: cause, Nodes: t.Snapshot()}
 	switch {
 	case t.RefusedByMajority():
 		qe.Kind = kind.ErrExpired
@@ -88,7 +89,7 @@ func (l *Lease) release(ctx context.Context) ([]round.NodeResult, error) {
 		qe.Kind = nil
 	}
 	if qe.Kind == kind.ErrExpired {
-		e.Log.Warn("redlock: lock had expired before unlock", "lock", l.name, "nodes", Summarize(qe.Nodes))
+		e.Log.Warn("redlock: lock had expired before unlock", "lock", l.name, "nodes", verdict.Summarize(qe.Nodes))
 	}
 	return qe.Nodes, qe
 }

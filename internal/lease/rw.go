@@ -9,6 +9,7 @@ import (
 	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -125,7 +126,7 @@ func (s *rw) Extend(l *Lease, ttlArg any) *nodescript.Call {
 
 // Downgrade turns write lease l into a read lease on each node
 // (lua/rw_downgrade.lua), in one round decided once a majority turned it or
-// refused it. It returns nil if a majority turned it; a *Failure of Kind
+// refused it. It returns nil if a majority turned it; a *verdict.Failure of Kind
 // ErrExpired if a majority no longer held it, ErrWrongType if a node
 // holds one of its keys as another type, ErrUnavailable otherwise (Cause:
 // ctx's error if it cut the round short); or the engine's error on a
@@ -155,5 +156,5 @@ func (e *Engine) Downgrade(ctx context.Context, l *Lease) error {
 	case slices.ContainsFunc(t.Results, func(r round.NodeResult) bool { return errors.Is(r.Err, kind.ErrWrongType) }):
 		why = kind.ErrWrongType
 	}
-	return &Failure{Op: "downgrade", Name: l.Name(), Kind: why, Cause: err, Nodes: t.Snapshot()}
+	return &verdict.Failure{Op: "downgrade", Name: l.Name(), Kind: why, Cause: err, Nodes: t.Snapshot()}
 }

@@ -16,7 +16,7 @@ import "github.com/quorumlock/redlock/internal/nodescript"
 //
 // Every key a call touches must be in its KEYS and share the lease's hash
 // tag, so that a Redis Cluster can stand as one node; the per-node fencing
-// keys (NodeKeys) carry none.
+// keys (nodescript.NodeKeys) carry none.
 type Shape interface {
 	// Acquire is round 1 for l, whose waiter has waited waitedUs.
 	Acquire(l *Lease, waitedUs int64) *nodescript.Call

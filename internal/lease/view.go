@@ -3,20 +3,7 @@ package lease
 import (
 	"errors"
 	"slices"
-
-	"github.com/quorumlock/redlock/internal/round"
 )
-
-// View is what one check of the node list found (internal/identity runs
-// the checks): the votes of an attempt count by it.
-type View struct {
-	Err    error              // a *NodeListError, or nil
-	Kind   error              // what no retry fixes, if every node failed so (ErrAuth...)
-	Nodes  []round.NodeResult // the check's outcome on each node
-	Roster any                // fenced: the deployment's roster, boxed for the scripts; "" if none
-	IDs    []int              // fenced: per node, the id it showed while intact; -1 none
-	Seen   []bool             // per node: it answered the check
-}
 
 // admit reports whether node i's vote counts in attempt l (in round 1 or
 // the commit), given
@@ -25,7 +12,8 @@ type View struct {
 // the check saw there or, for a node the check did not see intact (down,
 // or being repaired then), one no other node holds: an attempt counts each
 // member of the deployment once, however many addresses lead to it.
-func (v *View) admit(l *Lease, i int, id int) bool {
+func (l *Lease) admit(i int, id int) bool {
+	v := l.list
 	if !l.e.Fencing {
 		// Without fencing a node shows no identity in its replies. One
 		// silent at the check counts, and its reply starts a check, which
