@@ -70,7 +70,7 @@ type memoryFacts struct {
 	Policy     string `json:"policy,omitempty"`
 }
 
-// The per-node keys of the library's fencing state (fencing.go, newNodeKeys).
+// The per-node keys of the library's fencing state (nodescript.NewNodeKeys).
 var stateKeys = []string{":node-uuid", ":node-roster", ":node-id", ":node-replid", ":node-lost", ":fence:counter", ":fence:max-ttl"}
 
 const (

@@ -33,7 +33,7 @@ type Lease struct {
 	waiter  string         // the Lock call's id in the lock's queue, or ""
 	list    *identity.View // the node list check its votes count by
 	idsMu   sync.Mutex
-	ids     []int // per node: the id round 1 admitted it with, beyond the check's (identity.View.admit)
+	ids     []int // per node: the id round 1 admitted it with, beyond the check's (Lease.admit)
 
 	acquire *nodescript.Call // round 1, the same for every node
 	// The release call, built on first use: [sure], see releaseCall.

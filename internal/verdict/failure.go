@@ -18,7 +18,7 @@ type Failure struct {
 	Cause error // the context error that cut the operation short, or nil
 	Nodes []round.NodeResult
 	// LostToPromises: an acquisition lost only to promises made to other
-	// waiters (lostToPromises).
+	// waiters (the lease engine's lostToPromises).
 	LostToPromises bool
 	// Promised: nodes refused it while free, promised to other waiters (a
 	// semaphore's: others ahead in its line), whether or not it was lost
