@@ -9,8 +9,9 @@ import (
 	"github.com/quorumlock/redlock/internal/verdict"
 )
 
-// Why a node failed: the errors no retry can fix, and the cause of a node
-// that cannot be reached.
+// Why an attempt was lost: contention or an outage, and whether the
+// caller's ctx or the nodes ended it (the kinds no retry fixes are
+// internal/verdict's).
 
 // classifyAcquire tells contention from unavailability once an attempt is lost.
 func classifyAcquire(t *round.Tally) error {

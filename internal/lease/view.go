@@ -6,8 +6,8 @@ import (
 )
 
 // admit reports whether node i's vote counts in attempt l (in round 1 or
-// the commit), given
-// the fencing id it answered with (fenced; ignored without fencing). A
+// the commit), given the fencing id it answered with (fenced; ignored
+// without fencing), by the deployment's view of the node list (l.list). A
 // fenced reply passed the roster check on the node. Its id must be the one
 // the check saw there or, for a node the check did not see intact (down,
 // or being repaired then), one no other node holds: an attempt counts each
