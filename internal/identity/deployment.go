@@ -68,6 +68,13 @@ func New(cfg Config) *Deployment {
 // quorumError is the client's public error of f.
 func (d *Deployment) quorumError(f *verdict.Failure) error { return d.cfg.QuorumError(f) }
 
+// Knows reports whether the last check of the node list saw node i intact
+// with fencing id id.
+func (d *Deployment) Knows(i, id int) bool {
+	v := d.list.view.Load()
+	return v != nil && i < len(v.IDs) && v.IDs[i] == id
+}
+
 // Recheck, Amnesiac and Intact are what the lease engine tells the
 // deployment of the nodes' identities as their replies come in.
 func (d *Deployment) Recheck()       { d.checkList(false) }
