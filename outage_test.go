@@ -167,7 +167,7 @@ func TestLockGivesUpOnReplicasGivenAsMasters(t *testing.T) {
 // single-slot commands work, but the fenced scripts, whose keys span
 // slots, get CROSSSLOT every time. That is a configuration error (New
 // refuses a ClusterClient with fencing for the same reason): Lock fails at
-// once, with ErrFencingNode.
+// once, with ErrFencingNode, named on the nodes that answered.
 func TestLockFailsAtOnceOnClusterNodesAsPlainClients(t *testing.T) {
 	cl := startNodes(t, 3, node.Config{
 		Args: []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"}})
@@ -185,7 +185,21 @@ func TestLockFailsAtOnceOnClusterNodesAsPlainClients(t *testing.T) {
 	if !errors.Is(err, redlock.ErrFencingNode) || qe.GaveUpAfter != 0 {
 		t.Fatalf("want ErrFencingNode at once, got %v", err)
 	}
-	wantCauses(t, qe, "CROSSSLOT")
+	// Two CROSSSLOT replies of three decide the round, so the third node
+	// may have none (NodeNoReply); every node that did answer names it.
+	failed := 0
+	for _, n := range qe.Nodes {
+		switch {
+		case n.Outcome == redlock.NodeNoReply:
+		case n.Err != nil && strings.Contains(n.Err.Error(), "CROSSSLOT"):
+			failed++
+		default:
+			t.Errorf("node %d: %v, want CROSSSLOT or no reply: %v", n.Node, n.Outcome, qe)
+		}
+	}
+	if failed < 2 {
+		t.Errorf("%d nodes name CROSSSLOT, want a majority: %v", failed, qe)
+	}
 }
 
 // A node that wants a password and got none closes the connection on any
