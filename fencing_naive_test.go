@@ -96,7 +96,7 @@ func naiveGrant(ctx context.Context, c *Client, l *lease.Lease, v NaiveVariant, 
 		return nil, ErrNoValidity, nil
 	}
 	if v != NaiveNoCommit {
-		commit, kind, cause = l.CommitRound(ctx, token, commitWithoutAbort(l, token), nil)
+		commit, kind, cause = l.CommitRound(ctx, token, commitWithoutAbort(l, token), nil, nil)
 		if kind != nil || cause != nil {
 			return commit, kind, cause
 		}

@@ -34,6 +34,10 @@ type Spec struct {
 	// Detach: the calls go on if ctx ends; ctx bounds only the wait for
 	// their replies (a release must reach the nodes).
 	Detach bool
+	// Quorum is how many answers end the round's patience (collect): 0
+	// means a majority of the nodes. A round sent to fewer nodes (Sent)
+	// than a majority leaves unsent names it.
+	Quorum int
 }
 
 // Run is one round on the quorum: it sends s.Op to every node
@@ -61,6 +65,9 @@ func (e *Engine) Run(ctx context.Context, s Spec, done func(*Tally) bool,
 		done = func(*Tally) bool { return false }
 	}
 	t := NewTally(len(e.nodes))
+	if s.Quorum > 0 {
+		t.quorum = s.Quorum
+	}
 	err = e.collect(ctx, replies, t, done, deadline, soon)
 	if cerr := callerEnded(ctx); err == nil && !t.Won() && t.cutBy(cerr) {
 		// The calls that ctx ended decided the round (they left too few
@@ -167,7 +174,8 @@ func (r *round) callEnded() {
 // collect adds replies to t until done(t) holds, every node has an outcome,
 // or ctx ends; it returns ctx's error in the last case. hard is the round's
 // start plus the node timeout. Once a majority of the nodes has answered
-// (a hung node's skip or a timeout is no answer), it gives up on the silent
+// (Spec.Quorum of them, if set; a hung node's skip or a timeout is no
+// answer), it gives up on the silent
 // ones as NodeTimedOut at the later of hard and the last reply plus the
 // longer of the node timeout and the slowest reply of the round. Until a
 // majority has answered it waits up to the round's patience
@@ -187,7 +195,7 @@ func (e *Engine) collect(ctx context.Context, replies <-chan Reply, t *Tally, do
 	// given up on only when the others are not silent too (see giveUpAt).
 	last := hard.Add(e.patience - e.timeout)
 	giveUpAt := func() time.Time {
-		if t.Answered < t.Majority {
+		if t.Answered < t.quorum {
 			return last
 		}
 		g := hard

@@ -18,11 +18,12 @@ type Tally struct {
 	LastReply   time.Time
 	Slowest     time.Duration
 	Best        int64 // the largest value any node replied with
+	quorum      int   // answers that end the round's patience (Spec.Quorum)
 }
 
 func NewTally(n int) *Tally {
 	flags := make([]bool, 2*n)
-	t := &Tally{N: n, Majority: Majority(n), Results: make([]NodeResult, n),
+	t := &Tally{N: n, Majority: Majority(n), quorum: Majority(n), Results: make([]NodeResult, n),
 		recorded: flags[:n:n], Heard: flags[n:]}
 	for i := range t.Results {
 		t.Results[i].Node = i
@@ -142,3 +143,39 @@ func (t *Tally) WonOrRefused() bool { return t.Won() || t.RefusedByMajority() }
 // Snapshot copies the results, so that late replies do not race with a
 // caller that keeps them.
 func (t *Tally) Snapshot() []NodeResult { return append([]NodeResult(nil), t.Results...) }
+
+// Widen gives t, a round sent only to the nodes of asked, the results of
+// w, the same round sent to the others: t then counts every node as if it
+// had been one round.
+func (t *Tally) Widen(w *Tally, asked []bool) {
+	for i, r := range w.Results {
+		if asked[i] {
+			continue
+		}
+		t.Counts[t.Results[i].Outcome]--
+		t.Counts[r.Outcome]++
+		t.Results[i] = r
+		t.Heard[i] = w.Heard[i]
+	}
+	t.Answered += w.Answered
+	if w.LastReply.After(t.LastReply) {
+		t.LastReply = w.LastReply
+	}
+	t.Slowest = max(t.Slowest, w.Slowest)
+	t.Best = max(t.Best, w.Best)
+}
+
+// NotAsked turns the nodes outside asked, which a round sent only to the
+// nodes of asked skipped, into NodeNoReply: the round was decided without
+// them, which is what a skip as hung would misreport.
+func (t *Tally) NotAsked(asked []bool) {
+	for i := range t.Results {
+		if asked[i] {
+			continue
+		}
+		t.Counts[t.Results[i].Outcome]--
+		t.Counts[NodeNoReply]++
+		t.Results[i] = NodeResult{Node: i}
+		t.Heard[i] = false
+	}
+}
