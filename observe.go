@@ -46,7 +46,9 @@ type Event struct {
 	// order given to New. Latency is each node's time to answer.
 	Nodes []NodeResult
 	// Commit is the outcome of each node in round 2 of a fenced
-	// acquisition (the token commit), if the attempt got that far.
+	// acquisition (the token commit), if the attempt got that far. A
+	// mutex's commit asks a majority first (docs/fencing.md, step 2): a
+	// node it did not need to ask is NodeNoReply.
 	Commit []NodeResult
 	// Token is the fencing token of a successful fenced acquisition.
 	Token uint64
