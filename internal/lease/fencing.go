@@ -8,7 +8,6 @@ import (
 	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/nodescript"
 	"github.com/quorumlock/redlock/internal/round"
-	"github.com/quorumlock/redlock/internal/verdict"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -82,68 +81,6 @@ func (l *Lease) parseFencedAcquire(i int, cmd *redis.Cmd) (round.Outcome, int64,
 	}
 }
 
-// commit is round 2: raise H to token on a majority. won is round 1's
-// tally. It returns the kind of failure (nil on success) and the per-node
-// results.
-func (l *Lease) commit(ctx context.Context, token int64, won *round.Tally) (nodes []round.NodeResult, why, cause error) {
-	c := &commitRound{l: l, call: l.shape.Commit(l, token), token: token}
-	var first []bool
-	if _, ok := l.shape.(*mutex); ok {
-		first = commitFirst(won)
-	}
-	return l.CommitRound(ctx, token, c.op, c, first)
-}
-
-// commitFirst is the nodes a mutex's round 2 asks first: the majority of
-// the nodes that granted round 1 (won) that answered it soonest. The
-// proof needs the commit on a majority, no more (docs/fencing.md, step 2),
-// and on five nodes the other two's commits were two in five of the
-// commit scripts the nodes ran. The family's shapes still commit on every
-// node: docs/lock-family.md argues each of them so, and this was measured
-// on the mutex.
-func commitFirst(won *round.Tally) []bool {
-	first := make([]bool, won.N)
-	for k := 0; k < won.Majority; k++ {
-		best := -1
-		for i, r := range won.Results {
-			if r.Outcome == round.NodeGranted && !first[i] && (best < 0 || r.Latency < won.Results[best].Latency) {
-				best = i
-			}
-		}
-		if best < 0 {
-			return nil // round 1 was not won: ask every node
-		}
-		first[best] = true
-	}
-	return first
-}
-
-// commitRound is round 2 of one attempt, whole (op) and split for a batch
-// (round.Split).
-type commitRound struct {
-	l     *Lease
-	call  *nodescript.Call
-	token int64
-}
-
-func (c *commitRound) op(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
-	return c.Parse(i, c.call.Run(ctx, node))
-}
-
-func (c *commitRound) Command(int) []any { return c.call.Command() }
-
-func (c *commitRound) Parse(i int, cmd *redis.Cmd) (round.Outcome, int64, error) {
-	h, o, err := c.l.parseCommit(i, cmd)
-	switch {
-	case o != round.NodeGranted:
-		return o, 0, err
-	case h > c.token:
-		return round.NodeRefused, h, nil // someone committed a newer token
-	default:
-		return round.NodeGranted, h, nil
-	}
-}
-
 // foreign is the Err of a node that refused l's roster, and starts a new
 // check of the node list. A client whose check found no roster (it ran
 // before the deployment was provisioned) just has not learnt it yet.
@@ -182,88 +119,4 @@ func (l *Lease) parseCommit(i int, cmd *redis.Cmd) (int64, round.Outcome, error)
 		return 0, round.NodeFailed, errNotChecked
 	}
 	return vals[0], round.NodeGranted, nil
-}
-
-// CommitRound sends round 2 (op) and tells its outcome: any node that
-// refuses aborts the acquisition (a newer token was committed). It asks
-// the nodes of first (nil: every node), and the others only if those
-// cannot make a majority without them.
-func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp, split round.Split, first []bool) (nodes []round.NodeResult, why, cause error) {
-	e := l.e
-	if e.Hooks.RoundTwo != nil {
-		e.Hooks.RoundTwo(l.name, uint64(token))
-	}
-	aborted := func(t *round.Tally) bool { return t.Counts[round.NodeRefused] > 0 }
-	done := func(t *round.Tally) bool { return t.Decided() || aborted(t) }
-	if first != nil {
-		// Not at Lost: the skipped nodes count as lost, and the answers
-		// still due from the nodes asked count towards the widened round.
-		done = func(t *round.Tally) bool { return t.Won() || aborted(t) }
-	}
-	t, ctxErr := e.Rounds.Run(ctx, round.Spec{Name: "commit", Op: op, Split: split, Sent: first,
-		Quorum: quorumOf(first)}, done, nil)
-	if t == nil {
-		return nil, nil, ctxErr
-	}
-	if first != nil {
-		ctxErr = l.widen(ctx, t, ctxErr, op, split, first, aborted)
-	}
-	switch {
-	case ctxErr != nil:
-		return t.Snapshot(), nil, ctxErr
-	case aborted(t):
-		return t.Snapshot(), kind.ErrSuperseded, nil
-	case !t.Won():
-		if k := verdict.BlockingKind(t); k != nil {
-			return t.Snapshot(), k, nil
-		}
-		return t.Snapshot(), kind.ErrUnavailable, nil
-	}
-	return t.Snapshot(), nil, nil
-}
-
-// widen completes a round 2 sent only to the nodes of first (tally t, ctx's
-// error ctxErr): if they could not make a majority and nothing aborted it,
-// it asks the others and counts their answers in t. The nodes it never
-// asked are NodeNoReply: the round was decided without them.
-func (l *Lease) widen(ctx context.Context, t *round.Tally, ctxErr error, op round.NodeOp, split round.Split,
-	first []bool, aborted func(*round.Tally) bool) error {
-	if ctxErr != nil || t.Won() || aborted(t) {
-		t.NotAsked(first)
-		return ctxErr
-	}
-	rest := make([]bool, len(first))
-	for i, asked := range first {
-		rest[i] = !asked
-	}
-	base := t.Granted()
-	w, err := l.e.Rounds.Run(ctx, round.Spec{Name: "commit", Op: op, Split: split, Sent: rest, Quorum: quorumOf(rest)},
-		func(w *round.Tally) bool {
-			g := base + w.Granted()
-			return g >= w.Majority || g+w.N-w.Replied < w.Majority || aborted(w)
-		}, nil)
-	if w == nil {
-		t.NotAsked(first)
-		return err // the client was closed meanwhile
-	}
-	t.Widen(w, first)
-	return err
-}
-
-// quorumOf is the Spec.Quorum of a round 2 sent to the nodes of asked (nil:
-// every node): all of them but one. Asked, they answered round 1 a moment
-// ago, so one of them silent while the others answer is a node down, not
-// a saturated client, and is given up on at about the node timeout, not
-// after the patience.
-func quorumOf(asked []bool) int {
-	if asked == nil {
-		return 0
-	}
-	n := 0
-	for _, a := range asked {
-		if a {
-			n++
-		}
-	}
-	return max(n-1, 1)
 }

@@ -35,10 +35,13 @@ type Spec struct {
 	// their replies (a release must reach the nodes).
 	Detach bool
 	// Quorum is how many answers end the round's patience (collect): 0
-	// means a majority of the nodes. A round sent to fewer nodes (Sent)
-	// than a majority leaves unsent names it.
+	// means a majority of the nodes, NoPatience none (a silent node is
+	// given up on at about the node timeout from the start).
 	Quorum int
 }
+
+// NoPatience is the Spec.Quorum of a round that is never patient.
+const NoPatience = -1
 
 // Run is one round on the quorum: it sends s.Op to every node
 // (FanOut) and counts the replies (collect, with its done and soon; a nil
@@ -65,8 +68,8 @@ func (e *Engine) Run(ctx context.Context, s Spec, done func(*Tally) bool,
 		done = func(*Tally) bool { return false }
 	}
 	t := NewTally(len(e.nodes))
-	if s.Quorum > 0 {
-		t.quorum = s.Quorum
+	if s.Quorum != 0 {
+		t.quorum = max(s.Quorum, 0)
 	}
 	err = e.collect(ctx, replies, t, done, deadline, soon)
 	if cerr := callerEnded(ctx); err == nil && !t.Won() && t.cutBy(cerr) {

@@ -144,17 +144,18 @@ func (t *Tally) WonOrRefused() bool { return t.Won() || t.RefusedByMajority() }
 // caller that keeps them.
 func (t *Tally) Snapshot() []NodeResult { return append([]NodeResult(nil), t.Results...) }
 
-// Widen gives t, a round sent only to the nodes of asked, the results of
-// w, the same round sent to the others: t then counts every node as if it
-// had been one round.
-func (t *Tally) Widen(w *Tally, asked []bool) {
+// Widen gives t the results of w, the same round sent again to the nodes
+// of sent: t then counts each of those nodes by its answer to w (by none,
+// NodeNoReply, if w was decided without it).
+func (t *Tally) Widen(w *Tally, sent []bool) {
 	for i, r := range w.Results {
-		if asked[i] {
+		if !sent[i] {
 			continue
 		}
-		t.Counts[t.Results[i].Outcome]--
-		t.Counts[r.Outcome]++
-		t.Results[i] = r
+		if !w.recorded[i] {
+			r = NodeResult{Node: i}
+		}
+		t.set(i, r)
 		t.Heard[i] = w.Heard[i]
 	}
 	t.Answered += w.Answered
@@ -165,17 +166,26 @@ func (t *Tally) Widen(w *Tally, asked []bool) {
 	t.Best = max(t.Best, w.Best)
 }
 
-// NotAsked turns the nodes outside asked, which a round sent only to the
-// nodes of asked skipped, into NodeNoReply: the round was decided without
-// them, which is what a skip as hung would misreport.
+// NotAsked makes the nodes outside asked, which a round sent only to the
+// nodes of asked skipped, NodeNoReply: the round was decided without them,
+// which a skip as hung would misreport.
 func (t *Tally) NotAsked(asked []bool) {
 	for i := range t.Results {
-		if asked[i] {
-			continue
+		if !asked[i] {
+			t.set(i, NodeResult{Node: i})
+			t.Heard[i] = false
 		}
-		t.Counts[t.Results[i].Outcome]--
-		t.Counts[NodeNoReply]++
-		t.Results[i] = NodeResult{Node: i}
-		t.Heard[i] = false
 	}
+}
+
+// set makes r node i's result, recorded or not before.
+func (t *Tally) set(i int, r NodeResult) {
+	if t.recorded[i] {
+		t.Counts[t.Results[i].Outcome]--
+	} else {
+		t.recorded[i] = true
+		t.Replied++
+	}
+	t.Counts[r.Outcome]++
+	t.Results[i] = r
 }

@@ -1,0 +1,174 @@
+package lease
+
+import (
+	"context"
+
+	"github.com/quorumlock/redlock/internal/kind"
+	"github.com/quorumlock/redlock/internal/nodescript"
+	"github.com/quorumlock/redlock/internal/round"
+	"github.com/quorumlock/redlock/internal/verdict"
+	"github.com/redis/go-redis/v9"
+)
+
+// Round 2, the commit of the token (docs/fencing.md, step 2). The proof
+// needs it on a majority, no more, so a mutex asks a majority first: the
+// nodes that granted round 1 soonest. Only if one of those does not commit
+// within the node timeout (it failed, lost its state, or is silent) does
+// the commit go to every node that has not committed it yet, the silent
+// ones again (a second commit of one token changes nothing). On five nodes
+// that saves two commit scripts in five. The family's shapes still ask
+// every node at once: docs/lock-family.md argues each of them so, and this
+// was measured on the mutex.
+
+// commit is round 2: raise H to token on a majority. won is round 1's
+// tally. It returns the kind of failure (nil on success) and the per-node
+// results.
+func (l *Lease) commit(ctx context.Context, token int64, won *round.Tally) (nodes []round.NodeResult, why, cause error) {
+	c := &commitRound{l: l, call: l.shape.Commit(l, token), token: token}
+	var first []bool
+	if _, ok := l.shape.(*mutex); ok {
+		first = commitFirst(won)
+	}
+	return l.CommitRound(ctx, token, c.op, c, first)
+}
+
+// commitFirst is the nodes a mutex's round 2 asks first: the majority of
+// the nodes that granted round 1 (won) that answered it soonest; nil (every
+// node) where the majority is every node.
+func commitFirst(won *round.Tally) []bool {
+	if won.Majority == won.N {
+		return nil
+	}
+	first := make([]bool, won.N)
+	for range won.Majority {
+		best := -1
+		for i, r := range won.Results {
+			if r.Outcome == round.NodeGranted && !first[i] && (best < 0 || r.Latency < won.Results[best].Latency) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil // round 1 was not won: ask every node
+		}
+		first[best] = true
+	}
+	return first
+}
+
+// commitRound is round 2 of one attempt, whole (op) and split for a batch
+// (round.Split).
+type commitRound struct {
+	l     *Lease
+	call  *nodescript.Call
+	token int64
+}
+
+func (c *commitRound) op(ctx context.Context, i int, node redis.UniversalClient) (round.Outcome, int64, error) {
+	return c.Parse(i, c.call.Run(ctx, node))
+}
+
+func (c *commitRound) Command(int) []any { return c.call.Command() }
+
+func (c *commitRound) Parse(i int, cmd *redis.Cmd) (round.Outcome, int64, error) {
+	h, o, err := c.l.parseCommit(i, cmd)
+	switch {
+	case o != round.NodeGranted:
+		return o, 0, err
+	case h > c.token:
+		return round.NodeRefused, h, nil // someone committed a newer token
+	default:
+		return round.NodeGranted, h, nil
+	}
+}
+
+// aborted: a node holds a newer token than the one committed.
+func aborted(t *round.Tally) bool { return t.Counts[round.NodeRefused] > 0 }
+
+// CommitRound sends round 2 (op) and tells its outcome: any node that
+// refuses aborts the acquisition (a newer token was committed). It asks
+// the nodes of first (nil: every node) and, if they do not all commit
+// within the node timeout, every node that has not committed (widen).
+func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp, split round.Split, first []bool) (nodes []round.NodeResult, why, cause error) {
+	e := l.e
+	if e.Hooks.RoundTwo != nil {
+		e.Hooks.RoundTwo(l.name, uint64(token))
+	}
+	spec := round.Spec{Name: "commit", Op: op, Split: split}
+	done := func(t *round.Tally) bool { return t.Decided() || aborted(t) }
+	if first != nil {
+		// The nodes asked are a bare majority: one that does not commit
+		// ends the wait for the others, and a silent one is given up on
+		// at the node timeout, not after the round's patience (they
+		// answered round 1 a moment ago: a saturated client is the
+		// widened round's to wait out).
+		spec.Sent, spec.Quorum = first, round.NoPatience
+		done = func(t *round.Tally) bool { return t.Won() || aborted(t) || failedOne(t, first) }
+	}
+	t, ctxErr := e.Rounds.Run(ctx, spec, done, nil)
+	if t == nil {
+		return nil, nil, ctxErr
+	}
+	if first != nil {
+		ctxErr = l.widen(ctx, t, ctxErr, spec, first)
+	}
+	switch {
+	case ctxErr != nil:
+		return t.Snapshot(), nil, ctxErr
+	case aborted(t):
+		return t.Snapshot(), kind.ErrSuperseded, nil
+	case !t.Won():
+		if k := verdict.BlockingKind(t); k != nil {
+			return t.Snapshot(), k, nil
+		}
+		return t.Snapshot(), kind.ErrUnavailable, nil
+	}
+	return t.Snapshot(), nil, nil
+}
+
+// failedOne: a node of first answered without committing.
+func failedOne(t *round.Tally, first []bool) bool {
+	for i, r := range t.Results {
+		if first[i] && r.Outcome != round.NodeNoReply && r.Outcome != round.NodeGranted {
+			return true
+		}
+	}
+	return false
+}
+
+// widen completes a round 2 sent only to the nodes of first (spec; tally t,
+// ctx's error ctxErr): unless it is won, aborted or cut short by ctx, it
+// sends the commit to every node that has not committed, and counts their
+// answers in t. Its patience is the old round's: it ends once the answers
+// of both sends make a majority. The nodes never asked are NodeNoReply:
+// the round was decided without them.
+func (l *Lease) widen(ctx context.Context, t *round.Tally, ctxErr error, spec round.Spec, first []bool) error {
+	if ctxErr != nil || t.Won() || aborted(t) {
+		t.NotAsked(first)
+		return ctxErr
+	}
+	rest := make([]bool, len(first))
+	for i, r := range t.Results {
+		rest[i] = r.Outcome != round.NodeGranted
+	}
+	spec.Sent, spec.Quorum = rest, t.Majority-t.Answered
+	if spec.Quorum <= 0 {
+		spec.Quorum = round.NoPatience
+	}
+	base := t.Granted()
+	w, err := l.e.Rounds.Run(ctx, spec, func(w *round.Tally) bool {
+		g := base + w.Granted()
+		return g >= w.Majority || g+w.N-w.Replied < w.Majority || aborted(w)
+	}, nil)
+	if w == nil {
+		t.NotAsked(first)
+		return err // the client was closed meanwhile
+	}
+	t.Widen(w, rest)
+	if t.Won() {
+		// Won with both sends' answers: ctx may have cut a node the
+		// second send no longer needed (Run cannot tell, seeing only
+		// its own).
+		return nil
+	}
+	return err
+}
