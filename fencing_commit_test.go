@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,4 +304,38 @@ func TestTokensStayOrderedWhileCommitsWiden(t *testing.T) {
 		t.Errorf("%d holds, none widened past a failed or silent node: the test proves nothing", holds)
 	}
 	t.Logf("%d holds, %d whose commit widened past a failed or silent node", holds, widened)
+}
+
+// Every node asked first silent in round 2 (a saturated client looks the
+// same): the commit is patient for them as the old round was, and does not
+// send the commit again once the attempt's validity is gone. Three calls,
+// one patience; the first fix of the review sent eight and took two.
+func TestTheCommitIsPatientOnceWhenEveryNodeAskedIsSilent(t *testing.T) {
+	cl := startCluster(t, 5)
+	release := make(chan struct{})
+	defer close(release)
+	silent := &faultHook{before: func(s string) error {
+		if s == "commit" {
+			select {
+			case <-release:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		return nil
+	}}
+	var calls atomic.Int32
+	c := cl.actor(t, []*faultHook{silent, silent, silent, silent, silent},
+		redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100*time.Millisecond),
+		redlock.WithTrace(&redlock.Trace{NodeCall: func(op string, _ int) {
+			if op == "commit" {
+				calls.Add(1)
+			}
+		}}))
+	if l, err := c.TryLock(context.Background(), "silent"); err == nil {
+		_ = l.Unlock(context.Background())
+		t.Fatal("a lock whose commit no node answered")
+	}
+	if n := calls.Load(); n != 3 {
+		t.Errorf("%d commit calls, want the 3 asked first", n)
+	}
 }

@@ -96,7 +96,7 @@ func naiveGrant(ctx context.Context, c *Client, l *lease.Lease, v NaiveVariant, 
 		return nil, ErrNoValidity, nil
 	}
 	if v != NaiveNoCommit {
-		commit, kind, cause = l.CommitRound(ctx, token, commitWithoutAbort(l, token), nil, nil)
+		commit, kind, cause = l.CommitRound(ctx, token, commitWithoutAbort(l, token), nil, nil, time.Time{})
 		if kind != nil || cause != nil {
 			return commit, kind, cause
 		}

@@ -259,7 +259,7 @@ func (l *Lease) Grant(ctx context.Context, start time.Time, t *round.Tally) (com
 	var token int64
 	if e.Fencing {
 		token = t.Best
-		commit, why, cause = l.commit(ctx, token, t)
+		commit, why, cause = l.commit(ctx, token, t, until)
 		if why != nil || cause != nil {
 			return commit, why, cause
 		}

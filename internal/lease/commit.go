@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"time"
 
 	"github.com/quorumlock/redlock/internal/kind"
 	"github.com/quorumlock/redlock/internal/nodescript"
@@ -21,15 +22,15 @@ import (
 // was measured on the mutex.
 
 // commit is round 2: raise H to token on a majority. won is round 1's
-// tally. It returns the kind of failure (nil on success) and the per-node
-// results.
-func (l *Lease) commit(ctx context.Context, token int64, won *round.Tally) (nodes []round.NodeResult, why, cause error) {
+// tally, until the end of the attempt's validity. It returns the kind of
+// failure (nil on success) and the per-node results.
+func (l *Lease) commit(ctx context.Context, token int64, won *round.Tally, until time.Time) (nodes []round.NodeResult, why, cause error) {
 	c := &commitRound{l: l, call: l.shape.Commit(l, token), token: token}
 	var first []bool
 	if _, ok := l.shape.(*mutex); ok {
 		first = commitFirst(won)
 	}
-	return l.CommitRound(ctx, token, c.op, c, first)
+	return l.CommitRound(ctx, token, c.op, c, first, until)
 }
 
 // commitFirst is the nodes a mutex's round 2 asks first: the majority of
@@ -87,8 +88,10 @@ func aborted(t *round.Tally) bool { return t.Counts[round.NodeRefused] > 0 }
 // CommitRound sends round 2 (op) and tells its outcome: any node that
 // refuses aborts the acquisition (a newer token was committed). It asks
 // the nodes of first (nil: every node) and, if they do not all commit
-// within the node timeout, every node that has not committed (widen).
-func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp, split round.Split, first []bool) (nodes []round.NodeResult, why, cause error) {
+// within the node timeout, every node that has not committed (widen),
+// unless the attempt's validity ended (until; zero for no bound).
+func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp, split round.Split, first []bool,
+	until time.Time) (nodes []round.NodeResult, why, cause error) {
 	e := l.e
 	if e.Hooks.RoundTwo != nil {
 		e.Hooks.RoundTwo(l.name, uint64(token))
@@ -96,20 +99,24 @@ func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp, s
 	spec := round.Spec{Name: "commit", Op: op, Split: split}
 	done := func(t *round.Tally) bool { return t.Decided() || aborted(t) }
 	if first != nil {
-		// The nodes asked are a bare majority: one that does not commit
-		// ends the wait for the others, and a silent one is given up on
-		// at the node timeout, not after the round's patience (they
-		// answered round 1 a moment ago: a saturated client is the
-		// widened round's to wait out).
-		spec.Sent, spec.Quorum = first, round.NoPatience
-		done = func(t *round.Tally) bool { return t.Won() || aborted(t) || failedOne(t, first) }
+		// The nodes asked are a bare majority: once one has answered, a
+		// silent one is given up on at about the node timeout (or the
+		// slowest reply, if longer), not after the round's patience.
+		// Until one has answered, all of them late is a saturated
+		// client, and the round is patient as before: widening then
+		// would send the commit again, and more work is what a saturated
+		// client cannot take. The round waits for every node asked
+		// (one that failed does not end it), so that only the nodes that
+		// did not commit are asked again.
+		spec.Sent, spec.Quorum = first, 1
+		done = func(t *round.Tally) bool { return t.Won() || aborted(t) }
 	}
 	t, ctxErr := e.Rounds.Run(ctx, spec, done, nil)
 	if t == nil {
 		return nil, nil, ctxErr
 	}
 	if first != nil {
-		ctxErr = l.widen(ctx, t, ctxErr, spec, first)
+		ctxErr = l.widen(ctx, t, ctxErr, spec, first, until)
 	}
 	switch {
 	case ctxErr != nil:
@@ -125,25 +132,20 @@ func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp, s
 	return t.Snapshot(), nil, nil
 }
 
-// failedOne: a node of first answered without committing.
-func failedOne(t *round.Tally, first []bool) bool {
-	for i, r := range t.Results {
-		if first[i] && r.Outcome != round.NodeNoReply && r.Outcome != round.NodeGranted {
-			return true
-		}
-	}
-	return false
-}
-
 // widen completes a round 2 sent only to the nodes of first (spec; tally t,
-// ctx's error ctxErr): unless it is won, aborted or cut short by ctx, it
+// ctx's error ctxErr): unless it is won, aborted, cut short by ctx or past the
+// attempt's validity (until), it
 // sends the commit to every node that has not committed, and counts their
 // answers in t. Its patience is the old round's: it ends once the answers
 // of both sends make a majority. The nodes never asked are NodeNoReply:
-// the round was decided without them.
-func (l *Lease) widen(ctx context.Context, t *round.Tally, ctxErr error, spec round.Spec, first []bool) error {
-	if ctxErr != nil || t.Won() || aborted(t) {
-		t.NotAsked(first)
+// the round was decided without them (NotAsked, before the second send's
+// answers, which then count).
+func (l *Lease) widen(ctx context.Context, t *round.Tally, ctxErr error, spec round.Spec, first []bool,
+	until time.Time) error {
+	t.NotAsked(first)
+	if ctxErr != nil || t.Won() || aborted(t) || !until.IsZero() && !time.Now().Before(until) {
+		// Past the validity, a commit won now would be refused anyway
+		// (ErrNoValidity): every node asked silent for the patience.
 		return ctxErr
 	}
 	rest := make([]bool, len(first))
@@ -160,7 +162,6 @@ func (l *Lease) widen(ctx context.Context, t *round.Tally, ctxErr error, spec ro
 		return g >= w.Majority || g+w.N-w.Replied < w.Majority || aborted(w)
 	}, nil)
 	if w == nil {
-		t.NotAsked(first)
 		return err // the client was closed meanwhile
 	}
 	t.Widen(w, rest)

@@ -145,15 +145,16 @@ func (t *Tally) WonOrRefused() bool { return t.Won() || t.RefusedByMajority() }
 func (t *Tally) Snapshot() []NodeResult { return append([]NodeResult(nil), t.Results...) }
 
 // Widen gives t the results of w, the same round sent again to the nodes
-// of sent: t then counts each of those nodes by its answer to w (by none,
-// NodeNoReply, if w was decided without it).
+// of sent: t then counts each of those nodes by its answer to w, or by its
+// answer to t's round if w was decided without it (a node that failed or
+// timed out there still says so).
 func (t *Tally) Widen(w *Tally, sent []bool) {
 	for i, r := range w.Results {
-		if !sent[i] {
+		switch {
+		case !sent[i] || !w.recorded[i] && t.recorded[i]:
 			continue
-		}
-		if !w.recorded[i] {
-			r = NodeResult{Node: i}
+		case !w.recorded[i]:
+			r = NodeResult{Node: i} // neither round heard from it
 		}
 		t.set(i, r)
 		t.Heard[i] = w.Heard[i]
