@@ -115,12 +115,15 @@ func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp, s
 	if t == nil {
 		return nil, nil, ctxErr
 	}
+	late := false
 	if first != nil {
-		ctxErr = l.widen(ctx, t, ctxErr, spec, first, until)
+		late, ctxErr = l.widen(ctx, t, ctxErr, spec, first, until)
 	}
 	switch {
 	case ctxErr != nil:
 		return t.Snapshot(), nil, ctxErr
+	case late:
+		return t.Snapshot(), kind.ErrNoValidity, nil
 	case aborted(t):
 		return t.Snapshot(), kind.ErrSuperseded, nil
 	case !t.Won():
@@ -133,24 +136,30 @@ func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp, s
 }
 
 // widen completes a round 2 sent only to the nodes of first (spec; tally t,
-// ctx's error ctxErr): unless it is won, aborted, cut short by ctx or past the
-// attempt's validity (until), it
-// sends the commit to every node that has not committed, and counts their
-// answers in t. Its patience is the old round's: it ends once the answers
-// of both sends make a majority. The nodes never asked are NodeNoReply:
-// the round was decided without them (NotAsked, before the second send's
-// answers, which then count).
+// ctx's error ctxErr): unless it is won, aborted or cut short by ctx, it
+// sends the commit to every node that neither committed nor refused to
+// (those not asked, and those asked that gave no answer, again), and
+// counts their answers in t. Its patience is the old round's: it ends once
+// the answers of both sends, from distinct nodes, make a majority. The
+// nodes never asked are NodeNoReply: the round was decided without them
+// (NotAsked, before the second send's answers, which then count). Past the
+// attempt's validity (until, on the lease's clock) it sends nothing and
+// reports late: a commit won then would be refused anyway.
 func (l *Lease) widen(ctx context.Context, t *round.Tally, ctxErr error, spec round.Spec, first []bool,
-	until time.Time) error {
+	until time.Time) (late bool, err error) {
 	t.NotAsked(first)
-	if ctxErr != nil || t.Won() || aborted(t) || !until.IsZero() && !time.Now().Before(until) {
-		// Past the validity, a commit won now would be refused anyway
-		// (ErrNoValidity): every node asked silent for the patience.
-		return ctxErr
+	if ctxErr != nil || t.Won() || aborted(t) {
+		return false, ctxErr
 	}
+	if !until.IsZero() && !l.e.Clock.Now().Before(until) {
+		return true, nil
+	}
+	// A node that answered without committing (failed, amnesiac) is not
+	// asked again: the old round would not have asked it twice either,
+	// and its second answer would count twice towards the patience.
 	rest := make([]bool, len(first))
 	for i, r := range t.Results {
-		rest[i] = r.Outcome != round.NodeGranted
+		rest[i] = r.Outcome == round.NodeNoReply || r.Outcome == round.NodeTimedOut
 	}
 	spec.Sent, spec.Quorum = rest, t.Majority-t.Answered
 	if spec.Quorum <= 0 {
@@ -162,14 +171,14 @@ func (l *Lease) widen(ctx context.Context, t *round.Tally, ctxErr error, spec ro
 		return g >= w.Majority || g+w.N-w.Replied < w.Majority || aborted(w)
 	}, nil)
 	if w == nil {
-		return err // the client was closed meanwhile
+		return false, err // the client was closed meanwhile
 	}
 	t.Widen(w, rest)
 	if t.Won() {
 		// Won with both sends' answers: ctx may have cut a node the
 		// second send no longer needed (Run cannot tell, seeing only
 		// its own).
-		return nil
+		return false, nil
 	}
-	return err
+	return false, err
 }
