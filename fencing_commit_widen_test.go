@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -73,4 +74,33 @@ func TestTheSecondSendCountsEachNodeOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = l.Unlock(context.Background())
+}
+
+// H turned into a list on every node between the rounds: the commit fails
+// on every node with WRONGTYPE, and says ErrWrongType (naming the key), as
+// round 1 does, not ErrUnavailable (the third review's replay; the same
+// before the majority commit).
+func TestACommitOnAKeyOfAnotherTypeIsErrWrongType(t *testing.T) {
+	cl := startCluster(t, 5)
+	const h = "redlock:{wt-commit}:fence:high"
+	c := cl.newClient(t, redlock.WithTrace(&redlock.Trace{RoundTwo: func(string, uint64) {
+		for i, in := range cl.inspect {
+			ctx := context.Background()
+			if err := in.Del(ctx, h).Err(); err != nil {
+				t.Errorf("node %d: %v", i, err)
+			}
+			if err := in.LPush(ctx, h, "x").Err(); err != nil {
+				t.Errorf("node %d: %v", i, err)
+			}
+		}
+	}}))
+	l, err := c.TryLock(context.Background(), "wt-commit")
+	if err == nil {
+		_ = l.Unlock(context.Background())
+		t.Fatal("locked with a list under H on every node")
+	}
+	var we *redlock.WrongTypeError
+	if !errors.Is(err, redlock.ErrWrongType) || !errors.As(err, &we) || we.Key != h {
+		t.Fatalf("want ErrWrongType naming %s, got %v", h, err)
+	}
 }

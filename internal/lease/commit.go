@@ -2,6 +2,8 @@ package lease
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/kind"
@@ -127,6 +129,11 @@ func (l *Lease) CommitRound(ctx context.Context, token int64, op round.NodeOp, s
 	case aborted(t):
 		return t.Snapshot(), kind.ErrSuperseded, nil
 	case !t.Won():
+		// As round 1 says it (classifyAcquire): a key of another type
+		// under H is no outage, and no retry fixes it.
+		if slices.ContainsFunc(t.Results, func(r round.NodeResult) bool { return errors.Is(r.Err, kind.ErrWrongType) }) {
+			return t.Snapshot(), kind.ErrWrongType, nil
+		}
 		if k := verdict.BlockingKind(t); k != nil {
 			return t.Snapshot(), k, nil
 		}
@@ -158,8 +165,15 @@ func (l *Lease) widen(ctx context.Context, t *round.Tally, ctxErr error, spec ro
 	// asked again: the old round would not have asked it twice either,
 	// and its second answer would count twice towards the patience.
 	rest := make([]bool, len(first))
+	left := 0
 	for i, r := range t.Results {
 		rest[i] = r.Outcome == round.NodeNoReply || r.Outcome == round.NodeTimedOut
+		if rest[i] {
+			left++
+		}
+	}
+	if t.Granted()+left < t.Majority {
+		return false, nil // too many answered without committing
 	}
 	spec.Sent, spec.Quorum = rest, t.Majority-t.Answered
 	if spec.Quorum <= 0 {
