@@ -124,17 +124,6 @@ func TestTheCommitWidensPastANodeLostAfterRoundOne(t *testing.T) {
 	}
 }
 
-// delayScript delays the named script on a link by d: a node slow to
-// answer (a fsync stall, a busy node), yet alive.
-func delayScript(d time.Duration, script string) *faultHook {
-	return &faultHook{before: func(s string) error {
-		if s == script {
-			time.Sleep(d)
-		}
-		return nil
-	}}
-}
-
 // Five nodes, and two of the three asked first stopped (SIGSTOP) between
 // the rounds; nodes 3 and 4 answer round 1 30 ms late, so that they are
 // not asked first. The commit widens at the node timeout to the nodes
@@ -314,15 +303,7 @@ func TestTheCommitIsPatientOnceWhenEveryNodeAskedIsSilent(t *testing.T) {
 	cl := startCluster(t, 5)
 	release := make(chan struct{})
 	defer close(release)
-	silent := &faultHook{before: func(s string) error {
-		if s == "commit" {
-			select {
-			case <-release:
-			case <-time.After(5 * time.Second):
-			}
-		}
-		return nil
-	}}
+	silent := hangScript(5*time.Second, "commit", release)
 	var calls atomic.Int32
 	c := cl.actor(t, []*faultHook{silent, silent, silent, silent, silent},
 		redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100*time.Millisecond),

@@ -12,29 +12,6 @@ import (
 // The second send of a mutex's commit (Lease.widen), replays of the third
 // review of the majority commit.
 
-// hangScript holds the named script on a link until release closes, or d.
-func hangScript(d time.Duration, script string, release chan struct{}) *faultHook {
-	return &faultHook{before: func(s string) error {
-		if s == script {
-			select {
-			case <-release:
-			case <-time.After(d):
-			}
-		}
-		return nil
-	}}
-}
-
-// both runs a's fault, then b's.
-func both(a, b *faultHook) *faultHook {
-	return &faultHook{before: func(s string) error {
-		if err := a.before(s); err != nil {
-			return err
-		}
-		return b.before(s)
-	}}
-}
-
 // The lock's clock (WithClock) a minute behind the machine's: whether the
 // attempt is still valid is asked of the lock's clock, not of time.Now.
 // Compared with time.Now, the validity had always passed, and the commit

@@ -131,6 +131,37 @@ func delayScripts(armed *atomic.Bool, d time.Duration, scripts ...string) *fault
 	}}
 }
 
+// delayScript delays the named script on a link by d, always: a node slow
+// to answer (a fsync stall, a busy node), yet alive.
+func delayScript(d time.Duration, script string) *faultHook {
+	var always atomic.Bool
+	always.Store(true)
+	return delayScripts(&always, d, script)
+}
+
+// hangScript holds the named script on a link until release closes, or d.
+func hangScript(d time.Duration, script string, release chan struct{}) *faultHook {
+	return &faultHook{before: func(s string) error {
+		if s == script {
+			select {
+			case <-release:
+			case <-time.After(d):
+			}
+		}
+		return nil
+	}}
+}
+
+// both runs a's fault, then b's.
+func both(a, b *faultHook) *faultHook {
+	return &faultHook{before: func(s string) error {
+		if err := a.before(s); err != nil {
+			return err
+		}
+		return b.before(s)
+	}}
+}
+
 // captureHook fails, while armed, the named script's call without sending
 // it (the link cut), and keeps its arguments: the copy of a call that sat
 // in a socket, to be delivered by hand after the rollback.
